@@ -1,0 +1,39 @@
+# openinformer: the two commands a newcomer needs are `make demo` and `make test`.
+
+GO          ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+APICOMPAT   := ../shared/tools/apicompat
+BENCHTIME   ?= 1x
+PKGS        := ./...
+
+.PHONY: all demo test fmt-check vet staticcheck unit bench api
+
+all: test
+
+## demo: run an informer end to end on the embedded fake API server.
+demo:
+	$(GO) run ./examples/podwatch
+
+## test: formatting, vet, staticcheck and every test with the race detector.
+test: fmt-check vet staticcheck unit
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+unit:
+	$(GO) test -race -count=1 -timeout 10m $(PKGS)
+
+## bench: our implementation and client-go's side by side, printed as ratios.
+bench:
+	$(GO) run ./internal/cmd/benchratio
+
+## api: how much of client-go's tools/cache exported API we mirror.
+api:
+	@cd $(APICOMPAT) && $(GO) run . -ref k8s.io/client-go/tools/cache -dir $(CURDIR) -skip '^ResetInformerNamesForTesting$$' | tail -n 400

@@ -1,0 +1,169 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// KeyError reports that a KeyFunc could not compute the key of Obj.
+type KeyError struct {
+	Obj interface{}
+	Err error
+}
+
+// Error describes the object and why its key could not be computed.
+func (k KeyError) Error() string {
+	return fmt.Sprintf("couldn't create key for object %+v: %v", k.Obj, k.Err)
+}
+
+// Unwrap returns the KeyFunc's own error.
+func (k KeyError) Unwrap() error {
+	return k.Err
+}
+
+// accessor returns obj's metadata, taking the direct route for the common
+// case of typed and unstructured objects before falling back to meta.Accessor.
+func accessor(obj interface{}) (metav1.Object, error) {
+	if isNilPointer(obj) {
+		return nil, errNilObject
+	}
+	if m, ok := obj.(metav1.Object); ok {
+		return m, nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("object has no meta: %v", err)
+	}
+	return m, nil
+}
+
+// MetaNamespaceKeyFunc is the standard KeyFunc: "namespace/name" for
+// namespaced objects, "name" for cluster-scoped ones. An ExplicitKey is
+// returned as it is.
+func MetaNamespaceKeyFunc(obj interface{}) (string, error) {
+	if key, ok := obj.(ExplicitKey); ok {
+		return string(key), nil
+	}
+	m, err := accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return joinKey(m.GetNamespace(), m.GetName()), nil
+}
+
+// DeletionHandlingMetaNamespaceKeyFunc is MetaNamespaceKeyFunc that also
+// accepts a DeletedFinalStateUnknown tombstone and returns the key it carries.
+func DeletionHandlingMetaNamespaceKeyFunc(obj interface{}) (string, error) {
+	if d, ok := obj.(DeletedFinalStateUnknown); ok {
+		return d.Key, nil
+	}
+	return MetaNamespaceKeyFunc(obj)
+}
+
+// joinKey is the inverse of SplitMetaNamespaceKey for well-formed parts.
+func joinKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// SplitMetaNamespaceKey splits a key made by MetaNamespaceKeyFunc into its
+// namespace and name. A key without "/" is a cluster-scoped name; a key with
+// more than one "/" is an error.
+func SplitMetaNamespaceKey(key string) (namespace, name string, err error) {
+	i := strings.IndexByte(key, '/')
+	if i < 0 {
+		return "", key, nil
+	}
+	if strings.IndexByte(key[i+1:], '/') >= 0 {
+		return "", "", fmt.Errorf("unexpected key format: %q", key)
+	}
+	return key[:i], key[i+1:], nil
+}
+
+// NewObjectName returns the ObjectName of namespace and name.
+func NewObjectName(namespace, name string) ObjectName {
+	return ObjectName{Namespace: namespace, Name: name}
+}
+
+// ParseObjectName parses a store key into an ObjectName, with the rules of
+// SplitMetaNamespaceKey.
+func ParseObjectName(str string) (ObjectName, error) {
+	ns, name, err := SplitMetaNamespaceKey(str)
+	return ObjectName{Namespace: ns, Name: name}, err
+}
+
+// NamespacedNameAsObjectName converts a types.NamespacedName.
+func NamespacedNameAsObjectName(nn types.NamespacedName) ObjectName {
+	return ObjectName{Namespace: nn.Namespace, Name: nn.Name}
+}
+
+// ObjectToName returns the ObjectName of an object with metadata.
+func ObjectToName(obj interface{}) (ObjectName, error) {
+	m, err := accessor(obj)
+	if err != nil {
+		return ObjectName{}, err
+	}
+	return MetaObjectToName(m), nil
+}
+
+// MetaObjectToName returns the ObjectName of obj.
+func MetaObjectToName(obj metav1.Object) ObjectName {
+	return ObjectName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// DeletionHandlingObjectToName is ObjectToName that also accepts a
+// DeletedFinalStateUnknown tombstone and parses the key it carries.
+func DeletionHandlingObjectToName(obj interface{}) (ObjectName, error) {
+	if d, ok := obj.(DeletedFinalStateUnknown); ok {
+		return ParseObjectName(d.Key)
+	}
+	return ObjectToName(obj)
+}
+
+// errNilObject is returned instead of the nil-pointer panic client-go hits
+// when a key is asked of a typed nil such as (*v1.Pod)(nil).
+var errNilObject = errors.New("object has no meta: object is a nil pointer")
+
+// isNilPointer reports whether obj is a non-nil interface holding a nil pointer.
+func isNilPointer(obj interface{}) bool {
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+var errEmptyIndexKeys = errors.New("unexpected empty indexKeys")
+
+// IndexFuncToKeyFuncAdapter turns an IndexFunc that yields exactly one value
+// per object into a KeyFunc.
+func IndexFuncToKeyFuncAdapter(indexFunc IndexFunc) KeyFunc {
+	return func(obj interface{}) (string, error) {
+		values, err := indexFunc(obj)
+		switch {
+		case err != nil:
+			return "", err
+		case len(values) > 1:
+			return "", fmt.Errorf("too many keys: %v", values)
+		case len(values) == 0:
+			return "", errEmptyIndexKeys
+		}
+		return values[0], nil
+	}
+}
+
+// MetaNamespaceIndexFunc indexes objects by namespace. Like client-go, it
+// reports the empty namespace together with the error for objects without
+// metadata.
+func MetaNamespaceIndexFunc(obj interface{}) ([]string, error) {
+	m, err := accessor(obj)
+	if err != nil {
+		return []string{""}, err
+	}
+	return []string{m.GetNamespace()}, nil
+}
