@@ -62,7 +62,7 @@ type Reflector struct {
 	watchErrorHandler WatchErrorHandlerWithContext
 	// descriptor is what watch error handlers receive: client-go's
 	// Reflector type, carrying this reflector's name and type description.
-	descriptor *clientcache.Reflector
+	descriptor   *clientcache.Reflector
 	useWatchList bool
 
 	mu      sync.RWMutex
