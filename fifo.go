@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -298,7 +299,7 @@ func (f *FIFO) Replace(list []interface{}, _ string) error {
 	return nil
 }
 
-// Resync queues every stored key that is not queued.
+// Resync queues every stored key that is not queued, in key order.
 func (f *FIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -307,10 +308,16 @@ func (f *FIFO) Resync() error {
 		queued[key] = struct{}{}
 		return true
 	})
+	var missing []string
 	for key := range f.items {
 		if _, ok := queued[key]; !ok {
-			f.queue.PushBack(key)
+			missing = append(missing, key)
 		}
+	}
+	// Sorted, so that a resync is reproducible.
+	slices.Sort(missing)
+	for _, key := range missing {
+		f.queue.PushBack(key)
 	}
 	if f.queue.Len() > 0 {
 		f.cond.Broadcast()
