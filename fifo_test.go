@@ -499,8 +499,11 @@ func (m *deltaFIFOModel) push(t DeltaType, obj interface{}, transform bool) erro
 	return nil
 }
 
-func (m *deltaFIFOModel) Add(obj interface{}) error    { m.populate(); return m.push(Added, obj, true) }
-func (m *deltaFIFOModel) Update(obj interface{}) error { m.populate(); return m.push(Updated, obj, true) }
+func (m *deltaFIFOModel) Add(obj interface{}) error { m.populate(); return m.push(Added, obj, true) }
+func (m *deltaFIFOModel) Update(obj interface{}) error {
+	m.populate()
+	return m.push(Updated, obj, true)
+}
 
 func (m *deltaFIFOModel) Delete(obj interface{}) error {
 	k, err := queueModelKey(obj)
