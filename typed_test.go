@@ -366,3 +366,28 @@ func TestI20_TypedInformerEndToEnd(t *testing.T) {
 	assert.Nil(t, e.deleted.FinalStateUnknown)
 	assert.Equal(t, "ns/a", e.deleted.GetKey())
 }
+
+func TestI20_DeletedObjectNamesAndKeys(t *testing.T) {
+	pod := newTestPod("ns", "a", "1")
+	cases := []struct {
+		name    string
+		deleted DeletedObject[*v1.Pod]
+		key     string
+		ns, n   string
+	}{
+		{"object", DeletedObject[*v1.Pod]{OptionalObj: pod}, "ns/a", "ns", "a"},
+		{"cluster-scoped object", DeletedObject[*v1.Pod]{OptionalObj: newTestPod("", "c", "1")}, "c", "", "c"},
+		{"tombstone key wins", DeletedObject[*v1.Pod]{OptionalObj: pod, FinalStateUnknown: &DeletedFinalStateUnknown{Key: "other/b"}}, "other/b", "other", "b"},
+		{"tombstone key split at the first slash", DeletedObject[*v1.Pod]{FinalStateUnknown: &DeletedFinalStateUnknown{Key: "x/y/z"}}, "x/y/z", "x", "y/z"},
+		{"tombstone key without slash", DeletedObject[*v1.Pod]{FinalStateUnknown: &DeletedFinalStateUnknown{Key: "solo"}}, "solo", "", "solo"},
+		{"zero value", DeletedObject[*v1.Pod]{}, "", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.key, tc.deleted.GetKey())
+			assert.Equal(t, ObjectName{Namespace: tc.ns, Name: tc.n}, tc.deleted.GetObjectName())
+			assert.Equal(t, tc.ns, tc.deleted.GetNamespace())
+			assert.Equal(t, tc.n, tc.deleted.GetName())
+		})
+	}
+}
