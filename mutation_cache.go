@@ -107,47 +107,49 @@ func (c *mutationCache) GetByKey(key string) (interface{}, bool, error) {
 		return nil, false, err
 	}
 	if !exists {
-		return c.unseenLocked(key)
+		obj, exists = c.unseenLocked(key)
+	} else {
+		obj, exists = c.newestLocked(key, obj)
 	}
-	return c.newestLocked(key, obj)
+	return obj, exists, nil
 }
 
 // unseenLocked returns a local write the backing cache has not seen yet,
 // when the cache was asked to expose such writes.
-func (c *mutationCache) unseenLocked(key string) (interface{}, bool, error) {
+func (c *mutationCache) unseenLocked(key string) (interface{}, bool) {
 	if !c.includeAdds {
-		return nil, false, nil
+		return nil, false
 	}
 	obj, ok := c.recent.get(key)
 	if !ok || isMutationTombstone(obj) {
-		return nil, false, nil
+		return nil, false
 	}
-	return obj, true, nil
+	return obj, true
 }
 
 // newestLocked returns the newer of backing and the local write under key,
 // forgetting the local write once the backing cache has caught up.
-func (c *mutationCache) newestLocked(key string, backing interface{}) (interface{}, bool, error) {
+func (c *mutationCache) newestLocked(key string, backing interface{}) (interface{}, bool) {
 	backingObj, ok := backing.(runtime.Object)
 	if !ok {
-		return backing, true, nil
+		return backing, true
 	}
 	local, ok := c.recent.get(key)
 	if !ok {
-		return backing, true, nil
+		return backing, true
 	}
 	localObj, ok := local.(runtime.Object)
 	if !ok {
-		return backing, true, nil
+		return backing, true
 	}
 	if c.compareLocked(backingObj, localObj, "the backing copy") >= 0 {
 		c.recent.remove(key)
-		return backing, true, nil
+		return backing, true
 	}
 	if isMutationTombstone(localObj) {
-		return nil, false, nil
+		return nil, false
 	}
-	return localObj, true, nil
+	return localObj, true
 }
 
 // ByIndex lists the indexer's matches, each replaced by a newer local write
@@ -174,7 +176,7 @@ func (c *mutationCache) ByIndex(indexName, indexKey string) ([]interface{}, erro
 		if !exists {
 			continue
 		}
-		if obj, exists, _ = c.newestLocked(key, obj); exists {
+		if obj, exists = c.newestLocked(key, obj); exists {
 			items = append(items, obj)
 		}
 	}
