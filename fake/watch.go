@@ -127,16 +127,6 @@ func (s *Server) bookmarkObject(rv uint64, initialEventsEnd bool) runtime.Object
 	return obj
 }
 
-// sendBookmark queues a periodic bookmark at the current RV if it is newer than the watch's
-// starting point, as the API server's bookmark dispatcher does.
-func (s *Server) sendBookmark(w *watcher) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, open := s.watchers[w]; open && s.rv > w.threshold {
-		w.push(watch.Event{Type: watch.Bookmark, Object: s.bookmarkObject(s.rv, false)})
-	}
-}
-
 func (s *Server) removeWatcher(w *watcher) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -309,18 +299,26 @@ func (w *watcher) onTimer() bool {
 	if !w.deadline.IsZero() && !now.Before(w.deadline) {
 		return true
 	}
+	w.s.tick(w, now)
+	return false
+}
+
+// tick re-arms the watch's timer and sends a due bookmark. Both happen under the server lock, so
+// a test that sees the timer re-armed on its fake clock knows the bookmark decision is made, and
+// a test that received the bookmark can step the clock again.
+func (s *Server) tick(w *watcher, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	due := w.bookmarks && !now.Before(w.nextBookmark)
 	if due {
 		w.nextBookmark = w.nextBookmarkTime(now)
 	}
-	// Re-arm before queueing the bookmark, so a test that has received it can step the clock again.
 	if d, ok := w.nextWake(now); ok {
 		w.timer.Reset(d)
 	}
-	if due {
-		w.s.sendBookmark(w)
+	if _, open := s.watchers[w]; due && open && s.rv > w.threshold {
+		w.push(watch.Event{Type: watch.Bookmark, Object: s.bookmarkObject(s.rv, false)})
 	}
-	return false
 }
 
 // offer converts a stored change for this watch and queues it. Called with the server locked.
