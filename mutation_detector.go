@@ -32,8 +32,8 @@ func NewCacheMutationDetector(name string) MutationDetector {
 
 type noopMutationDetector struct{}
 
-func (noopMutationDetector) AddObject(interface{})  {}
-func (noopMutationDetector) Run(<-chan struct{}) {}
+func (noopMutationDetector) AddObject(interface{}) {}
+func (noopMutationDetector) Run(<-chan struct{})   {}
 
 // mutationPair is an object as handed out and the copy taken at that time.
 type mutationPair struct {
@@ -53,8 +53,9 @@ type cacheMutationChecker struct {
 	mu    sync.Mutex
 	added []mutationPair
 
-	// current and previous are only touched by the Run goroutine.
+	// current, previous and rotated are only touched by the Run goroutine.
 	current, previous []mutationPair
+	rotated           time.Time
 }
 
 func newCacheMutationChecker(name string, period, retain time.Duration) *cacheMutationChecker {
@@ -79,19 +80,25 @@ func (d *cacheMutationChecker) AddObject(obj interface{}) {
 func (d *cacheMutationChecker) Run(stopCh <-chan struct{}) {
 	ticker := time.NewTicker(d.period)
 	defer ticker.Stop()
-	rotated := time.Now()
 	for {
-		if time.Since(rotated) > d.retain {
-			d.previous, d.current = d.current, nil
-			rotated = time.Now()
-		}
-		d.compare()
+		d.check(time.Now())
 		select {
 		case <-stopCh:
 			return
 		case <-ticker.C:
 		}
 	}
+}
+
+// check ages out the older generation once retain has passed, then compares.
+func (d *cacheMutationChecker) check(now time.Time) {
+	if d.rotated.IsZero() {
+		d.rotated = now
+	} else if now.Sub(d.rotated) > d.retain {
+		d.previous, d.current = d.current, nil
+		d.rotated = now
+	}
+	d.compare()
 }
 
 // compare checks all retained pairs and reports any that differ.
