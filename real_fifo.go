@@ -491,7 +491,7 @@ func (f *RealFIFO) batchLenLocked() int {
 		if !isBatchable(d.Type) {
 			return i
 		}
-		id, err := f.keys.identOf(d)
+		id, err := f.keys.identOf(d.Object)
 		if err != nil {
 			return i + 1
 		}
