@@ -223,7 +223,7 @@ func init() {
 		benchCase{Name: "queue/RealFIFO-default/popbatch-10k",
 			Ours: benchPopBatch(oursDefaultQueue), Theirs: benchPopBatch(theirsDefaultQueue)},
 		benchCase{Name: "queue/RealFIFO-default/relist-100k",
-			Ours: benchRelist(func(clientcache.KeyListerGetter) queueBenchQueue { return oursDefaultQueue() }),
+			Ours:   benchRelist(func(clientcache.KeyListerGetter) queueBenchQueue { return oursDefaultQueue() }),
 			Theirs: benchRelist(func(clientcache.KeyListerGetter) queueBenchQueue { return theirsDefaultQueue() })},
 		benchCase{Name: "queue/RealFIFO-nonatomic/relist-100k",
 			Ours: benchRelist(func(k clientcache.KeyListerGetter) queueBenchQueue {
