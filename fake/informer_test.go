@@ -67,28 +67,42 @@ func (r *informerTestRecorder) saw(kind string, old, obj *corev1.Pod) {
 	r.calls[key] = append(r.calls[key], kind+"@"+obj.ResourceVersion)
 }
 
-// checkFinal asserts that for every key the handler's last call matches the server's state.
-func (r *informerTestRecorder) checkFinal(t *testing.T, s *Server) {
-	t.Helper()
+// mismatch describes the first key whose last handler call differs from the server's state, or
+// returns "" when every handler call sequence ends in the server's state.
+func (r *informerTestRecorder) mismatch(s *Server) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	assert.Empty(t, r.problems)
 	want := map[string]string{}
 	for _, obj := range s.Objects() {
 		p := obj.(*corev1.Pod)
 		want[p.Namespace+"/"+p.Name] = p.ResourceVersion
 	}
 	for key, rv := range want {
-		got := r.last[key]
-		if assert.NotNil(t, got, "%s: handler's last call is not the live object; calls %v", key, r.calls[key]) {
-			assert.Equal(t, rv, got.ResourceVersion, "%s: calls %v", key, r.calls[key])
+		if got := r.last[key]; got == nil || got.ResourceVersion != rv {
+			return fmt.Sprintf("%s: server has RV %s, handler calls %v", key, rv, r.calls[key])
 		}
 	}
 	for key, p := range r.last {
-		if _, live := want[key]; !live {
-			assert.Nil(t, p, "%s was deleted on the server but the handler last saw %v", key, r.calls[key])
+		if _, live := want[key]; !live && p != nil {
+			return fmt.Sprintf("%s: deleted on the server, handler calls %v", key, r.calls[key])
 		}
 	}
+	return ""
+}
+
+// checkFinal waits for the handler to catch up with the server (handlers run behind the
+// cache) and asserts that every call sequence was in order.
+func (r *informerTestRecorder) checkFinal(t *testing.T, s *Server) {
+	t.Helper()
+	var last string
+	ok := assert.Eventually(t, func() bool {
+		last = r.mismatch(s)
+		return last == ""
+	}, 20*time.Second, time.Millisecond)
+	assert.True(t, ok, last)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Empty(t, r.problems)
 }
 
 func mustParseRV(rv string) uint64 {

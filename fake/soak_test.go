@@ -63,21 +63,30 @@ func runSoakTest(t *testing.T, watchListUnsupported bool, events, faults int, rn
 	for len(faultAt) < min(faults, events) {
 		faultAt[rng.IntN(events)] = true
 	}
-	release := func() {}
+	converged := func() bool { return storeMatchesServer(inf.GetStore(), s) }
+	// Each fault is followed by a few more writes (which the client must pick up however it
+	// recovers), then the test waits for the cache to catch up, so the next fault hits a
+	// running informer rather than one still backing off.
+	release, recoverAt := func() {}, -1
 	for i := range events {
 		soakTestWrite(t, s, rng)
 		if faultAt[i] {
 			release()
-			release = soakTestFault(t, s, clk, rng)
+			release, recoverAt = soakTestFault(t, s, clk, rng), i+rng.IntN(50)
+		}
+		if i == recoverAt {
+			release()
+			release = func() {}
+			require.Eventually(t, converged, 60*time.Second, 5*time.Millisecond)
 		}
 		if rng.IntN(200) == 0 {
 			clk.Step(time.Duration(rng.IntN(90)) * time.Second) // bookmarks and watch timeouts
 		}
 	}
 	release()
-	require.Eventually(t, func() bool { return storeMatchesServer(inf.GetStore(), s) }, 60*time.Second, 5*time.Millisecond)
+	require.Eventually(t, converged, 60*time.Second, 5*time.Millisecond)
 	rec.checkFinal(t, s)
-	t.Logf("%d requests, final RV %s", len(s.Requests()), s.ResourceVersion())
+	t.Logf("requests: %v; final RV %s", verbs(s.Requests()), s.ResourceVersion())
 }
 
 // soakTestWrite makes one random change on a small key space, so keys are created, updated and
