@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"io"
 	"os"
 	"slices"
@@ -21,7 +22,13 @@ import (
 func TestMain(m *testing.M) {
 	// The API server logs a lot; INTEGRATION_VERBOSE=1 shows it.
 	if os.Getenv("INTEGRATION_VERBOSE") == "" {
-		klog.LogToStderr(false)
+		fs := flag.NewFlagSet("klog", flag.ExitOnError)
+		klog.InitFlags(fs)
+		for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+			if err := fs.Set(name, value); err != nil {
+				panic(err)
+			}
+		}
 		klog.SetOutput(io.Discard)
 	}
 	os.Exit(m.Run())
@@ -158,7 +165,7 @@ func TestServerRestart(t *testing.T) {
 		t.Logf("%s: requests %v, 410s %d", run.impl.name, counts, gone)
 	}
 	checkListersAgree(t, runs, want)
-	t.Logf("API server starts: %v", srv.StartDurations)
+	t.Logf("API server starts %v, stop %v", srv.StartDurations, srv.StopDurations)
 }
 
 // waitAllSee creates a widget and waits until every informer's handler saw it.

@@ -46,6 +46,8 @@ type Server struct {
 	// StartDurations records how long each API server start took, until
 	// /readyz answered 200.
 	StartDurations []time.Duration
+	// StopDurations records how long each StopAPIServer took.
+	StopDurations []time.Duration
 }
 
 // Start runs etcd and the API server, registers the Widget CRD and waits
@@ -117,9 +119,11 @@ func (s *Server) StopAPIServer() {
 	}
 	stop := s.stopAPI
 	s.stopAPI = nil
+	begin := time.Now()
 	if err := stop(); err != nil {
 		s.t.Fatalf("stop API server: %v", err)
 	}
+	s.StopDurations = append(s.StopDurations, time.Since(begin))
 }
 
 // StartAPIServer starts the API server on the same etcd, address and
@@ -183,6 +187,9 @@ func (s *Server) runAPIServer() (func() error, error) {
 
 func (s *Server) serverOptions() (*options.CustomResourceDefinitionsServerOptions, error) {
 	o := options.NewCustomResourceDefinitionsServerOptions(io.Discard, io.Discard)
+	// Stop within seconds: without this, shutdown waits up to the request
+	// timeout (a minute) for open watches to end.
+	o.ServerRunOptions.ShutdownSendRetryAfter = true
 	ro := o.RecommendedOptions
 	ro.Etcd.StorageConfig.Transport.ServerList = []string{s.etcd.url}
 	ro.Etcd.EnableWatchCache = s.opts.WatchCache
