@@ -1,0 +1,2 @@
+// Package fake is placeholder.
+package fake
