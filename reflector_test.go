@@ -513,3 +513,15 @@ func TestF2_DefaultNameSkipsThisPackage(t *testing.T) {
 	assert.Equal(t, "k8s.io/x/y.go", shortSourcePath("/root/go/pkg/mod/k8s.io/x/y.go"))
 	assert.Equal(t, "a/b.go", shortSourcePath("/go/src/a/b.go"))
 }
+
+func TestF1_NamespaceKeyedIndexerAndReflector(t *testing.T) {
+	lw := newReflectorScriptLW(t, newReflectorTestClock(), func() {})
+	indexer, r := NewNamespaceKeyedIndexerAndReflector(lw, &v1.Pod{}, time.Second)
+	require.NotNil(t, indexer)
+	assert.Equal(t, indexer, r.store)
+	assert.Equal(t, time.Second, r.resyncPeriod)
+	require.NoError(t, indexer.Add(newTestPod("ns", "a", "1")))
+	got, err := indexer.ByIndex(NamespaceIndex, "ns")
+	require.NoError(t, err)
+	assert.Len(t, got, 1)
+}
