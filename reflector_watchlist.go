@@ -18,7 +18,7 @@ import (
 // On success the stream stays open in run.w for the watch phase.
 func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 	r := run.r
-	run.streamd = nil
+	run.streamed = nil
 	start := r.clock.Now()
 	w, err := r.listerWatcher.WatchWithContext(run.ctx, act.Options)
 	if err != nil {
@@ -37,7 +37,7 @@ func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 		run.logWatchListRetry(err)
 		return reflectorfsm.WatchListDone{Err: err}
 	}
-	run.streamd = buf
+	run.streamed = buf
 	return reflectorfsm.WatchListDone{Synced: true, ResourceVersion: buf.rv}
 }
 
@@ -60,8 +60,8 @@ func (run *reflectorRun) transformer() TransformFunc {
 // Replace. If that fails the stream is closed and the machine falls back to
 // a LIST.
 func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Input {
-	buf := run.streamd
-	run.streamd = nil
+	buf := run.streamed
+	run.streamed = nil
 	items := buf.finish()
 	r := run.r
 	if consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {

@@ -13,8 +13,19 @@ import (
 )
 
 func TestCompareObjectKeysMatchesKeyOrder(t *testing.T) {
-	names := []ObjectName{{"", "a"}, {"", "a/b"}, {"a", "b"}, {"a-b", "c"}, {"a", ""}, {"kube", "x"}, {"kube-system", "x"},
-		{"", ""}, {"ab", "c"}, {"a", "bc"}, {"", "kube-system/x"}}
+	names := []ObjectName{
+		NewObjectName("", "a"),
+		NewObjectName("", "a/b"),
+		NewObjectName("a", "b"),
+		NewObjectName("a-b", "c"),
+		NewObjectName("a", ""),
+		NewObjectName("kube", "x"),
+		NewObjectName("kube-system", "x"),
+		NewObjectName("", ""),
+		NewObjectName("ab", "c"),
+		NewObjectName("a", "bc"),
+		NewObjectName("", "kube-system/x"),
+	}
 	for _, x := range names {
 		for _, y := range names {
 			kx, ky := joinKey(x.Namespace, x.Name), joinKey(y.Namespace, y.Name)
