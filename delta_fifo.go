@@ -25,8 +25,11 @@ type DeltaFIFO struct {
 	mu    sync.Mutex
 	cond  sync.Cond
 	items map[string]Deltas
-	queue deque.Deque[string]
-	sync  queueSync
+	// itemsPeak is the most keys items held since it was last allocated. Go
+	// maps never shrink, so once a large queue drains, items is replaced.
+	itemsPeak int
+	queue     deque.Deque[string]
+	sync      queueSync
 
 	closed       bool
 	keys         queueKeyer
@@ -142,6 +145,7 @@ func (f *DeltaFIFO) appendLocked(key string, d Delta) {
 	old, queued := f.items[key]
 	if !queued {
 		f.queue.PushBack(key)
+		f.itemsPeak = max(f.itemsPeak, len(f.items)+1)
 	}
 	f.items[key] = dedupLastDeletion(append(old, d))
 	f.cond.Broadcast()
@@ -305,6 +309,7 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) (interface{}, error) {
 	f.sync.consumed(1)
 	deltas := f.items[key]
 	delete(f.items, key)
+	f.releaseDrainedMapLocked()
 	var item interface{} = deltas
 	depth := f.queue.Len()
 	if depth <= slowProcessingDepth {
@@ -317,6 +322,17 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) (interface{}, error) {
 			"reason", "slow event handlers blocking the queue")
 	}
 	return item, err
+}
+
+// drainedMapReset is the peak size above which an emptied items map is
+// reallocated rather than kept with its peak capacity.
+const drainedMapReset = 1024
+
+func (f *DeltaFIFO) releaseDrainedMapLocked() {
+	if len(f.items) == 0 && f.itemsPeak > drainedMapReset {
+		f.items = map[string]Deltas{}
+		f.itemsPeak = 0
+	}
 }
 
 // Close wakes every waiting Pop. Queued keys can still be popped; only when
