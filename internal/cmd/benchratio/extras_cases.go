@@ -8,8 +8,8 @@ import (
 	ours "github.com/openinformer/cache"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	theirs "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // The MutationCache cases use client-go's Indexer as the backing store on
@@ -32,7 +32,9 @@ type extrasMutationCache interface {
 
 // extrasMutationCtor adapts both constructors, whose result types differ.
 func extrasMutationCtor[M extrasMutationCache](ctor func(klog.Logger, theirs.Store, theirs.Indexer, time.Duration, bool) M) func(theirs.Indexer) extrasMutationCache {
-	return func(idx theirs.Indexer) extrasMutationCache { return ctor(klog.Background(), idx, idx, time.Hour, true) }
+	return func(idx theirs.Indexer) extrasMutationCache {
+		return ctor(klog.Background(), idx, idx, time.Hour, true)
+	}
 }
 
 func extrasPod(i int, rv string) *v1.Pod {
