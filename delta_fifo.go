@@ -176,24 +176,41 @@ func (f *DeltaFIFO) Replace(list []interface{}, _ string) error {
 	defer f.mu.Unlock()
 	keys := make([]string, len(list))
 	listed := make(map[string]struct{}, len(list))
+	unqueued := 0
 	for i, obj := range list {
 		key, err := f.keys.keyOf(obj)
 		if err != nil {
 			return KeyError{obj, err}
 		}
 		keys[i] = key
+		if _, dup := listed[key]; dup {
+			continue
+		}
 		listed[key] = struct{}{}
+		if _, queued := f.items[key]; !queued {
+			unqueued++
+		}
 	}
 	objs, err := transformAll(f.transformer, list)
 	if err != nil {
 		return fmt.Errorf("couldn't enqueue object: %w", err)
 	}
+	f.reserveLocked(unqueued)
 	for i, obj := range objs {
 		f.appendLocked(keys[i], Delta{Type: f.replaceType, Object: obj})
 	}
 	deletions := f.tombstoneQueuedLocked(listed) + f.tombstoneKnownLocked(listed)
 	f.sync.firstReplace(len(listed) + deletions)
 	return nil
+}
+
+// reserveLocked makes room for n new keys at once, so a relist allocates
+// its queue (and, for an empty queue, its map) in one step.
+func (f *DeltaFIFO) reserveLocked(n int) {
+	f.queue.Grow(n)
+	if len(f.items) == 0 && n > 0 {
+		f.items = make(map[string]Deltas, n)
+	}
 }
 
 // tombstoneQueuedLocked queues a tombstone for every queued key missing from
