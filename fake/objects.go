@@ -198,7 +198,7 @@ func (s *Server) updateLocked(key string, old, obj runtime.Object) (runtime.Obje
 	}
 	if uid := m.GetUID(); uid != "" && uid != om.GetUID() {
 		return nil, apierrors.NewConflict(s.kind.resource, m.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
+			fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
 	}
 	m.SetUID(om.GetUID())
 	m.SetCreationTimestamp(om.GetCreationTimestamp())
