@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
 
@@ -55,6 +56,14 @@ type Options struct {
 	// resourceVersions and the history window starts after them.
 	Objects []runtime.Object
 }
+
+// The fake plugs in wherever client-go's (and openinformer's) ListerWatcher goes.
+var (
+	_ clientcache.ListerWatcherWithContext = (*Server)(nil)
+	_ clientcache.ListerWatcher            = (*Server)(nil)
+	_ clientcache.ListerWatcherWithContext = (*NamespaceView)(nil)
+	_ clientcache.ListerWatcher            = (*NamespaceView)(nil)
+)
 
 // Server is an in-memory API server for one resource. It implements client-go's ListerWatcher
 // and ListerWatcherWithContext for all namespaces; Namespace gives a view of one namespace.
@@ -306,7 +315,8 @@ func (s *Server) appendEventLocked(ev event) {
 	s.history = append(s.history, ev)
 	if over := len(s.history) - s.opts.HistorySize; over > 0 {
 		s.floor = s.history[over-1].rv
-		s.history = append(s.history[:0:0], s.history[over:]...)
+		clear(s.history[:over]) // let the dropped objects go; append reallocates the rest later
+		s.history = s.history[over:]
 	}
 	for w := range s.watchers {
 		w.offer(ev)
