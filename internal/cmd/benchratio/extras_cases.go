@@ -1,0 +1,149 @@
+package main
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	ours "github.com/openinformer/cache"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	theirs "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// The MutationCache cases use client-go's Indexer as the backing store on
+// both sides, so only the mutation cache itself is compared.
+func init() {
+	register(
+		benchCase{"Extras/MutationCache/GetByKeyOverlay", extrasMutationGet(ours.NewIntegerResourceVersionMutationCache), extrasMutationGet(theirs.NewIntegerResourceVersionMutationCache)},
+		benchCase{"Extras/MutationCache/Mutation", extrasMutationWrite(ours.NewIntegerResourceVersionMutationCache), extrasMutationWrite(theirs.NewIntegerResourceVersionMutationCache)},
+		benchCase{"Extras/MutationCache/ByIndexIncludeAdds", extrasMutationByIndex(ours.NewIntegerResourceVersionMutationCache), extrasMutationByIndex(theirs.NewIntegerResourceVersionMutationCache)},
+		benchCase{"Extras/TypedHandler/Dispatch", extrasTypedDispatch(extrasOursTyped), extrasTypedDispatch(extrasTheirsTyped)},
+	)
+}
+
+// extrasMutationCache is what the benchmarks need of either MutationCache.
+type extrasMutationCache interface {
+	GetByKey(key string) (interface{}, bool, error)
+	ByIndex(indexName, indexKey string) ([]interface{}, error)
+	Mutation(interface{})
+}
+
+// extrasMutationCtor adapts both constructors, whose result types differ.
+func extrasMutationCtor[M extrasMutationCache](ctor func(klog.Logger, theirs.Store, theirs.Indexer, time.Duration, bool) M) func(theirs.Indexer) extrasMutationCache {
+	return func(idx theirs.Indexer) extrasMutationCache {
+		return ctor(klog.Background(), idx, idx, time.Hour, true)
+	}
+}
+
+func extrasPod(i int, rv string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p" + strconv.Itoa(i), ResourceVersion: rv}}
+}
+
+// extrasMutationFixture: 1000 pods in the backing indexer at rv 1, the
+// first 100 overlaid by local writes at rv 2.
+func extrasMutationFixture(newCache func(theirs.Indexer) extrasMutationCache) (extrasMutationCache, []string) {
+	idx := theirs.NewIndexer(theirs.MetaNamespaceKeyFunc, theirs.Indexers{theirs.NamespaceIndex: theirs.MetaNamespaceIndexFunc})
+	c := newCache(idx)
+	keys := make([]string, 1000)
+	for i := range keys {
+		_ = idx.Add(extrasPod(i, "1"))
+		keys[i] = "ns/p" + strconv.Itoa(i)
+		if i < 100 {
+			c.Mutation(extrasPod(i, "2"))
+		}
+	}
+	return c, keys
+}
+
+func extrasMutationGet[M extrasMutationCache](ctor func(klog.Logger, theirs.Store, theirs.Indexer, time.Duration, bool) M) func(*testing.B) {
+	return func(b *testing.B) {
+		c, keys := extrasMutationFixture(extrasMutationCtor(ctor))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, ok, _ := c.GetByKey(keys[i%200]); !ok {
+				b.Fatal("missing")
+			}
+		}
+	}
+}
+
+func extrasMutationWrite[M extrasMutationCache](ctor func(klog.Logger, theirs.Store, theirs.Indexer, time.Duration, bool) M) func(*testing.B) {
+	return func(b *testing.B) {
+		c, _ := extrasMutationFixture(extrasMutationCtor(ctor))
+		pods := make([]*v1.Pod, 1000)
+		for i := range pods {
+			pods[i] = extrasPod(i, "3")
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			c.Mutation(pods[i%len(pods)])
+		}
+	}
+}
+
+func extrasMutationByIndex[M extrasMutationCache](ctor func(klog.Logger, theirs.Store, theirs.Indexer, time.Duration, bool) M) func(*testing.B) {
+	return func(b *testing.B) {
+		idx := theirs.NewIndexer(theirs.MetaNamespaceKeyFunc, theirs.Indexers{theirs.NamespaceIndex: theirs.MetaNamespaceIndexFunc})
+		c := extrasMutationCtor(ctor)(idx)
+		for i := 0; i < 100; i++ {
+			_ = idx.Add(extrasPod(i, "1"))
+			c.Mutation(extrasPod(i+50, "2"))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if items, _ := c.ByIndex(theirs.NamespaceIndex, "ns"); len(items) != 150 {
+				b.Fatalf("got %d items", len(items))
+			}
+		}
+	}
+}
+
+// extrasCaptureInformer records the untyped handler a typed wrapper registers.
+type extrasCaptureInformer struct {
+	theirs.SharedIndexInformer
+	handler theirs.ResourceEventHandler
+}
+
+func (c *extrasCaptureInformer) AddEventHandlerWithOptions(h theirs.ResourceEventHandler, _ theirs.HandlerOptions) (theirs.ResourceEventHandlerRegistration, error) {
+	c.handler = h
+	return nil, nil
+}
+
+func extrasOursTyped(c *extrasCaptureInformer, h theirs.TypedResourceEventHandler[*v1.Pod]) {
+	_, _ = ours.NewTypedSharedIndexInformer[*v1.Pod](c).AddTypedEventHandler(h)
+}
+
+func extrasTheirsTyped(c *extrasCaptureInformer, h theirs.TypedResourceEventHandler[*v1.Pod]) {
+	_, _ = theirs.NewTypedSharedIndexInformer[*v1.Pod](c).AddTypedEventHandler(h)
+}
+
+// extrasTypedDispatch measures one add, one update and one delete through
+// the typed handler wrapper.
+func extrasTypedDispatch(register func(*extrasCaptureInformer, theirs.TypedResourceEventHandler[*v1.Pod])) func(*testing.B) {
+	return func(b *testing.B) {
+		var n int
+		c := &extrasCaptureInformer{}
+		register(c, theirs.TypedResourceEventHandlerFuncs[*v1.Pod]{
+			AddFunc:    func(*v1.Pod) { n++ },
+			UpdateFunc: func(_, _ *v1.Pod) { n++ },
+			DeleteFunc: func(theirs.DeletedObject[*v1.Pod]) { n++ },
+		})
+		pod := extrasPod(1, "1")
+		tomb := theirs.DeletedFinalStateUnknown{Key: "ns/p1", Obj: pod}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			c.handler.OnAdd(pod, false)
+			c.handler.OnUpdate(pod, pod)
+			c.handler.OnDelete(tomb)
+		}
+		if n != 3*b.N {
+			b.Fatalf("handled %d events", n)
+		}
+	}
+}

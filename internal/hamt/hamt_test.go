@@ -1,0 +1,193 @@
+package hamt
+
+import (
+	"encoding/binary"
+	"math/rand"
+	"sort"
+	"strconv"
+	"testing"
+)
+
+// withHash swaps the hash function for the duration of a test.
+func withHash(t testing.TB, h func(string) uint64) {
+	old := hashKey
+	hashKey = h
+	t.Cleanup(func() { hashKey = old })
+}
+
+// weakHash maps keys onto a handful of hashes so that collision nodes and
+// deep subtries are exercised.
+func weakHash(key string) uint64 {
+	var h uint64
+	for i := 0; i < len(key); i++ {
+		h = h*31 + uint64(key[i])
+	}
+	return (h % 7) << 58
+}
+
+// checkSame asserts that m holds exactly want.
+func checkSame(t testing.TB, m Map[int], want map[string]int) {
+	t.Helper()
+	if m.Len() != len(want) {
+		t.Fatalf("Len = %d, want %d", m.Len(), len(want))
+	}
+	for k, v := range want {
+		got, ok := m.Get(k)
+		if !ok || got != v {
+			t.Fatalf("Get(%q) = %d, %v; want %d", k, got, ok, v)
+		}
+	}
+	keys := m.AppendKeys(nil)
+	vals := m.AppendValues(nil)
+	if len(keys) != len(want) || len(vals) != len(want) {
+		t.Fatalf("AppendKeys/AppendValues lengths %d/%d, want %d", len(keys), len(vals), len(want))
+	}
+	seen := map[string]bool{}
+	i := 0
+	m.Range(func(k string, v int) bool {
+		if seen[k] || want[k] != v || keys[i] != k || vals[i] != v {
+			t.Fatalf("Range yielded %q=%d at %d (keys[i]=%q vals[i]=%d)", k, v, i, keys[i], vals[i])
+		}
+		seen[k] = true
+		i++
+		return true
+	})
+}
+
+// runModel applies random writes to a Map and a Go map, taking snapshots
+// along the way and checking that no later write changes them.
+func runModel(t testing.TB, ops []byte) {
+	var m Map[int]
+	want := map[string]int{}
+	e := NewEpoch()
+	type snap struct {
+		m    Map[int]
+		want map[string]int
+	}
+	var snaps []snap
+	for i := 0; i+2 < len(ops); i += 3 {
+		key := "k" + strconv.Itoa(int(ops[i+1]%64))
+		switch ops[i] % 4 {
+		case 0, 1:
+			wv, had := want[key]
+			if old, replaced := m.Set(e, key, int(ops[i+2])); replaced != had || old != wv {
+				t.Fatalf("Set(%q) = %d,%v; want %d,%v", key, old, replaced, wv, had)
+			}
+			want[key] = int(ops[i+2])
+		case 2:
+			old, ok := m.Delete(e, key)
+			wv, had := want[key]
+			if ok != had || old != wv {
+				t.Fatalf("Delete(%q) = %d,%v; want %d,%v", key, old, ok, wv, had)
+			}
+			delete(want, key)
+		case 3:
+			cp := make(map[string]int, len(want))
+			for k, v := range want {
+				cp[k] = v
+			}
+			snaps = append(snaps, snap{m, cp})
+			e = NewEpoch()
+		}
+	}
+	checkSame(t, m, want)
+	for _, s := range snaps {
+		checkSame(t, s.m, s.want)
+	}
+}
+
+func randomOps(r *rand.Rand, n int) []byte {
+	ops := make([]byte, 3*n)
+	r.Read(ops)
+	return ops
+}
+
+func TestMapMatchesGoMap(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 200; i++ {
+		runModel(t, randomOps(r, 300))
+	}
+}
+
+func TestMapMatchesGoMapWithCollisions(t *testing.T) {
+	withHash(t, weakHash)
+	r := rand.New(rand.NewSource(2))
+	for i := 0; i < 200; i++ {
+		runModel(t, randomOps(r, 300))
+	}
+}
+
+func TestFullCollisionsStayCorrect(t *testing.T) {
+	withHash(t, func(string) uint64 { return 42 })
+	var m Map[int]
+	want := map[string]int{}
+	e := NewEpoch()
+	for i := 0; i < 20; i++ {
+		k := strconv.Itoa(i)
+		m.Set(e, k, i)
+		want[k] = i
+	}
+	snapshot := m
+	e = NewEpoch()
+	for i := 0; i < 20; i += 2 {
+		m.Delete(e, strconv.Itoa(i))
+	}
+	checkSame(t, snapshot, want)
+	for i := 0; i < 20; i += 2 {
+		delete(want, strconv.Itoa(i))
+	}
+	checkSame(t, m, want)
+}
+
+func TestManyKeysAndSnapshotsAreIsolated(t *testing.T) {
+	var m Map[int]
+	e := NewEpoch()
+	for i := 0; i < 20000; i++ {
+		m.Set(e, "ns/pod-"+strconv.Itoa(i), i)
+	}
+	before := m
+	e = NewEpoch()
+	for i := 0; i < 20000; i += 3 {
+		m.Delete(e, "ns/pod-"+strconv.Itoa(i))
+	}
+	for i := 1; i < 20000; i += 3 {
+		m.Set(e, "ns/pod-"+strconv.Itoa(i), -i)
+	}
+	if before.Len() != 20000 {
+		t.Fatalf("snapshot Len changed to %d", before.Len())
+	}
+	for i := 0; i < 20000; i++ {
+		if v, ok := before.Get("ns/pod-" + strconv.Itoa(i)); !ok || v != i {
+			t.Fatalf("snapshot changed at %d: %d %v", i, v, ok)
+		}
+	}
+	keys := m.AppendKeys(nil)
+	sort.Strings(keys)
+	if len(keys) != m.Len() || m.Len() != 20000-6667 {
+		t.Fatalf("Len = %d, keys %d", m.Len(), len(keys))
+	}
+}
+
+func TestZeroMap(t *testing.T) {
+	var m Map[string]
+	if _, ok := m.Get("x"); ok {
+		t.Fatal("zero Map has a key")
+	}
+	if _, ok := m.Delete(NewEpoch(), "x"); ok {
+		t.Fatal("Delete on zero Map found a key")
+	}
+	if m.Len() != 0 || len(m.AppendKeys(nil)) != 0 || len(m.AppendValues(nil)) != 0 {
+		t.Fatal("zero Map not empty")
+	}
+}
+
+func FuzzMapAgainstGoMap(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 2, 1, 0}, false)
+	f.Add(binary.LittleEndian.AppendUint64(nil, 0xdeadbeef), true)
+	f.Fuzz(func(t *testing.T, ops []byte, weak bool) {
+		if weak {
+			withHash(t, weakHash)
+		}
+		runModel(t, ops)
+	})
+}

@@ -1,0 +1,252 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/openinformer/cache/internal/hamt"
+)
+
+// StoreOption configures a Store or Indexer built by NewStore or NewIndexer.
+type StoreOption = func(*cache)
+
+// WithTransformer makes the store pass every object it stores through
+// transformer first (Delete is not transformed).
+func WithTransformer(transformer TransformFunc) StoreOption {
+	return func(c *cache) {
+		c.transformer = transformer
+	}
+}
+
+// WithStoreMetrics publishes the store's resource version under identifier,
+// through provider or, when it is nil, the process-wide one.
+func WithStoreMetrics(identifier InformerNameAndResource, provider InformerMetricsProvider) StoreOption {
+	return func(c *cache) {
+		c.identifier = identifier
+		c.provider = provider
+		c.withMetrics = true
+	}
+}
+
+// cache is the Store and Indexer: a KeyFunc and an optional transformer in
+// front of a threadSafeMap.
+type cache struct {
+	storage     *threadSafeMap
+	keyFunc     KeyFunc
+	transformer TransformFunc
+	identifier  InformerNameAndResource
+	provider    InformerMetricsProvider
+	withMetrics bool
+}
+
+var (
+	_ Indexer          = &cache{}
+	_ TransactionStore = &cache{}
+)
+
+// NewStore returns a Store that keys objects with keyFunc.
+func NewStore(keyFunc KeyFunc, opts ...StoreOption) Store {
+	return newCache(keyFunc, Indexers{}, opts)
+}
+
+// NewIndexer returns an Indexer that keys objects with keyFunc and indexes
+// them with indexers. A nil indexers is an Indexer with no indexes yet.
+func NewIndexer(keyFunc KeyFunc, indexers Indexers, opts ...StoreOption) Indexer {
+	return newCache(keyFunc, indexers, opts)
+}
+
+func newCache(keyFunc KeyFunc, indexers Indexers, opts []StoreOption) *cache {
+	c := &cache{keyFunc: keyFunc}
+	for _, opt := range opts {
+		opt(c)
+	}
+	var tsOpts []ThreadSafeStoreOption
+	if c.withMetrics {
+		tsOpts = append(tsOpts, WithThreadSafeStoreMetrics(c.identifier, c.provider))
+	}
+	c.storage = newThreadSafeMap(indexers, tsOpts...)
+	return c
+}
+
+var errNilStoreObject = errors.New("object is nil")
+
+// keyOf computes obj's key; nil objects and typed nil pointers are refused
+// before the KeyFunc sees them.
+func (c *cache) keyOf(obj interface{}) (string, error) {
+	if obj == nil {
+		return "", KeyError{obj, errNilStoreObject}
+	}
+	if isNilPointer(obj) {
+		return "", KeyError{obj, errNilObject}
+	}
+	key, err := c.keyFunc(obj)
+	if err != nil {
+		return "", KeyError{obj, err}
+	}
+	return key, nil
+}
+
+// prepare returns obj's key and the object to store.
+func (c *cache) prepare(obj interface{}) (string, interface{}, error) {
+	key, err := c.keyOf(obj)
+	if err != nil {
+		return "", nil, err
+	}
+	if c.transformer != nil {
+		if obj, err = c.transformer(obj); err != nil {
+			return "", nil, fmt.Errorf("transforming: %w", err)
+		}
+	}
+	return key, obj, nil
+}
+
+// Add stores obj under its key, replacing any object already there.
+func (c *cache) Add(obj interface{}) error {
+	return c.Update(obj)
+}
+
+// Update stores obj under its key, inserting it if absent. If an index
+// function fails on obj the store is unchanged and the error returned.
+func (c *cache) Update(obj interface{}) error {
+	key, obj, err := c.prepare(obj)
+	if err != nil {
+		return err
+	}
+	return c.storage.put(key, obj)
+}
+
+// Delete removes the object with obj's key; an absent key is not an error.
+func (c *cache) Delete(obj interface{}) error {
+	key, err := c.keyOf(obj)
+	if err != nil {
+		return err
+	}
+	c.storage.DeleteWithObject(key, obj)
+	return nil
+}
+
+// List returns every stored object, from one consistent state.
+func (c *cache) List() []interface{} {
+	return c.storage.List()
+}
+
+// ListKeys returns every key, from one consistent state.
+func (c *cache) ListKeys() []string {
+	return c.storage.ListKeys()
+}
+
+// LastStoreSyncResourceVersion returns the last resource version the store
+// recorded (see threadSafeMap).
+func (c *cache) LastStoreSyncResourceVersion() string {
+	return c.storage.LastStoreSyncResourceVersion()
+}
+
+// Bookmark records rv as the store's resource version.
+func (c *cache) Bookmark(rv string) {
+	c.storage.Bookmark(rv)
+}
+
+// Get returns the object stored under obj's key.
+func (c *cache) Get(obj interface{}) (item interface{}, exists bool, err error) {
+	key, err := c.keyOf(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	return c.GetByKey(key)
+}
+
+// GetByKey returns the object stored under key; it never fails.
+func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) {
+	item, exists = c.storage.Get(key)
+	return item, exists, nil
+}
+
+// Replace makes list the whole content and rv the resource version. Keys,
+// transforms and index values are all computed first: any failure returns
+// an error with the store unchanged. Of two objects with one key, the later
+// wins.
+func (c *cache) Replace(list []interface{}, rv string) error {
+	e := hamt.NewEpoch()
+	var items hamt.Map[any]
+	for _, obj := range list {
+		key, obj, err := c.prepare(obj)
+		if err != nil {
+			return err
+		}
+		items.Set(e, key, obj)
+	}
+	return c.storage.replace(items, e, rv)
+}
+
+// Resync does nothing.
+func (c *cache) Resync() error {
+	return nil
+}
+
+// Transaction applies txns in order under one lock. Writes whose key cannot
+// be computed, whose index functions fail or whose type is unknown are
+// skipped and reported; the transformer is not applied.
+func (c *cache) Transaction(txns ...Transaction) *TransactionError {
+	keyed := make([]ThreadSafeStoreTransaction, 0, len(txns))
+	origin := make([]int, 0, len(txns))
+	failed := make(map[int]error)
+	for i, t := range txns {
+		key, err := c.keyOf(t.Object)
+		if err != nil {
+			failed[i] = err
+			continue
+		}
+		keyed = append(keyed, ThreadSafeStoreTransaction{Transaction: t, Key: key})
+		origin = append(origin, i)
+	}
+	for _, f := range c.storage.transaction(keyed) {
+		failed[origin[f.pos]] = f.err
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	txErr := &TransactionError{TotalTransactions: len(txns)}
+	for i := range txns {
+		if err, ok := failed[i]; ok {
+			txErr.Errors = append(txErr.Errors, err)
+		} else {
+			txErr.SuccessfulIndices = append(txErr.SuccessfulIndices, i)
+		}
+	}
+	return txErr
+}
+
+// GetIndexers returns the index functions; the map is never changed.
+func (c *cache) GetIndexers() Indexers {
+	return c.storage.GetIndexers()
+}
+
+// Index returns the stored objects sharing any of obj's values in the
+// named index.
+func (c *cache) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	return c.storage.Index(indexName, obj)
+}
+
+// IndexKeys returns, sorted, the keys whose values in the named index
+// include indexedValue.
+func (c *cache) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	return c.storage.IndexKeys(indexName, indexedValue)
+}
+
+// ListIndexFuncValues returns the values of the named index that have
+// members.
+func (c *cache) ListIndexFuncValues(indexName string) []string {
+	return c.storage.ListIndexFuncValues(indexName)
+}
+
+// ByIndex returns the stored objects whose values in the named index
+// include indexedValue.
+func (c *cache) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	return c.storage.ByIndex(indexName, indexedValue)
+}
+
+// AddIndexers adds index functions and indexes the stored objects with
+// them at once.
+func (c *cache) AddIndexers(newIndexers Indexers) error {
+	return c.storage.AddIndexers(newIndexers)
+}

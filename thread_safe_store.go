@@ -1,0 +1,667 @@
+package cache
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/features"
+	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache/internal/hamt"
+)
+
+// The store keeps its items and every index in persistent hash tries. A
+// reader that needs more than a handful of entries takes the current roots
+// under the lock and walks them after releasing it, so a List of a large
+// store never holds the lock for the length of its copy and always sees one
+// consistent state. The writer changes trie nodes in place until a reader
+// freezes them; its next write then starts a new epoch and copies the few
+// nodes on its path.
+//
+// Every critical section is short, so one plain Mutex serves readers and
+// writers. An RWMutex measured 40 times slower for a writer facing ten
+// listing readers: a pending writer counts readers it has just woken as
+// active and waits for the scheduler to run each of them.
+
+// copyUnderLock is the size up to which a read copies its answer while still
+// holding the lock: cheaper than freezing, which makes the next write copy
+// its path.
+const copyUnderLock = 64
+
+// keySet maps the store keys sharing one index value to their objects, so
+// ByIndex needs no second lookup per key.
+type keySet = hamt.Map[any]
+
+// valueIndex maps each value of one index to its keySet.
+type valueIndex = hamt.Map[keySet]
+
+// indexerSet is one immutable generation of a store's index functions.
+// AddIndexers publishes a new generation, so readers and GetIndexers callers
+// never see a map that changes under them.
+type indexerSet struct {
+	funcs Indexers
+	names []string
+	fns   []IndexFunc
+	pos   map[string]int
+}
+
+func newIndexerSet(indexers Indexers) *indexerSet {
+	set := &indexerSet{funcs: Indexers{}, pos: map[string]int{}}
+	return set.with(indexers)
+}
+
+// with returns a new generation holding set's indexers followed by more,
+// the latter in name order.
+func (set *indexerSet) with(more Indexers) *indexerSet {
+	next := &indexerSet{
+		funcs: make(Indexers, len(set.funcs)+len(more)),
+		names: append([]string(nil), set.names...),
+		fns:   append([]IndexFunc(nil), set.fns...),
+		pos:   make(map[string]int, len(set.funcs)+len(more)),
+	}
+	for name, fn := range set.funcs {
+		next.funcs[name] = fn
+		next.pos[name] = set.pos[name]
+	}
+	for _, name := range sets.List(sets.KeySet(more)) {
+		next.funcs[name] = more[name]
+		next.pos[name] = len(next.names)
+		next.names = append(next.names, name)
+		next.fns = append(next.fns, more[name])
+	}
+	return next
+}
+
+// values appends obj's values for every index to dst. A nil object, which a
+// ThreadSafeStore may hold, has no values.
+func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]string, error) {
+	for i, fn := range set.fns {
+		if obj == nil {
+			dst = append(dst, nil)
+			continue
+		}
+		vals, err := fn(obj)
+		if err != nil {
+			return nil, indexEntryError(key, set.names[i], err)
+		}
+		dst = append(dst, vals)
+	}
+	return dst, nil
+}
+
+func indexEntryError(key, index string, err error) error {
+	return fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, index, err)
+}
+
+func indexMissingError(name string) error {
+	return fmt.Errorf("Index with name %s does not exist", name) //nolint:staticcheck // client-go's exact message
+}
+
+// ThreadSafeStoreOption configures a store built by NewThreadSafeStore.
+type ThreadSafeStoreOption = func(*threadSafeMap)
+
+// WithThreadSafeStoreMetrics publishes the store's resource version under
+// identifier, through provider or, when it is nil, the process-wide one.
+func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider InformerMetricsProvider) ThreadSafeStoreOption {
+	return func(s *threadSafeMap) {
+		s.rvMetric = newStoreRVMetric(identifier, provider)
+	}
+}
+
+// threadSafeMap is the ThreadSafeStore behind every Store and Indexer here.
+type threadSafeMap struct {
+	mu sync.Mutex
+	// epoch owns the trie nodes the writer may change in place.
+	epoch hamt.Epoch
+	// frozen is set by readers that walk the tries outside the lock; the
+	// next write then moves to a new epoch.
+	frozen   bool
+	items    hamt.Map[any]
+	indexes  []valueIndex // by position in indexers
+	indexers atomic.Pointer[indexerSet]
+	rv       string
+	rvMetric GaugeMetric
+}
+
+var (
+	_ ThreadSafeStoreWithTransaction = &threadSafeMap{}
+)
+
+// NewThreadSafeStore returns a ThreadSafeStore indexed by indexers. The
+// indices argument exists for compatibility: indexes are always derived
+// from the stored items, so any prebuilt content is ignored.
+func NewThreadSafeStore(indexers Indexers, indices Indices, opts ...ThreadSafeStoreOption) ThreadSafeStore {
+	return newThreadSafeMap(indexers, opts...)
+}
+
+func newThreadSafeMap(indexers Indexers, opts ...ThreadSafeStoreOption) *threadSafeMap {
+	s := &threadSafeMap{epoch: hamt.NewEpoch(), rvMetric: noopMetric{}}
+	set := newIndexerSet(indexers)
+	s.indexers.Store(set)
+	s.indexes = make([]valueIndex, len(set.names))
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// lockForWrite takes the write lock and, if a reader froze the current
+// nodes, starts a new epoch so that they are copied rather than changed.
+func (s *threadSafeMap) lockForWrite() {
+	s.mu.Lock()
+	if s.frozen {
+		s.epoch = hamt.NewEpoch()
+		s.frozen = false
+	}
+}
+
+// freezeLocked marks the current nodes as shared with a reader. Call it
+// with mu held.
+func (s *threadSafeMap) freezeLocked() {
+	s.frozen = true
+}
+
+// storeRV is a resource version to record with a write.
+type storeRV struct {
+	rv  string
+	set bool
+}
+
+// rvOf returns the resource version of a meta object; others have none.
+func rvOf(obj interface{}) storeRV {
+	m, err := accessor(obj)
+	if err != nil {
+		return storeRV{}
+	}
+	return storeRV{rv: m.GetResourceVersion(), set: true}
+}
+
+// recordRVLocked stores rv and publishes it the way client-go does: the
+// last 15 digits as an integer, skipped if they do not parse.
+func (s *threadSafeMap) recordRVLocked(rv storeRV) {
+	if !rv.set {
+		return
+	}
+	s.rv = rv.rv
+	digits := rv.rv
+	if digits == "" {
+		s.rvMetric.Set(0)
+		return
+	}
+	if len(digits) > 15 {
+		digits = digits[len(digits)-15:]
+	}
+	if n, err := strconv.ParseInt(digits, 10, 64); err == nil {
+		s.rvMetric.Set(float64(n))
+	}
+}
+
+// Add stores obj under key; it is Update.
+func (s *threadSafeMap) Add(key string, obj interface{}) {
+	s.Update(key, obj)
+}
+
+// Update stores obj under key. If an index function fails on obj the store
+// is left unchanged and the error is logged (client-go panics).
+func (s *threadSafeMap) Update(key string, obj interface{}) {
+	if err := s.put(key, obj); err != nil {
+		klog.TODO().Error(err, "Object not stored", "key", key)
+	}
+}
+
+// put stores obj under key, or changes nothing and returns the error of the
+// first index function that fails on obj.
+func (s *threadSafeMap) put(key string, obj interface{}) error {
+	var buf [4][]string
+	set := s.indexers.Load()
+	vals, err := set.values(buf[:0], key, obj)
+	if err != nil {
+		return err
+	}
+	rv := rvOf(obj)
+	s.lockForWrite()
+	defer s.mu.Unlock()
+	if cur := s.indexers.Load(); cur != set {
+		if vals, err = cur.values(buf[:0], key, obj); err != nil {
+			return err
+		}
+		set = cur
+	}
+	s.putLocked(set, key, obj, vals)
+	s.recordRVLocked(rv)
+	return nil
+}
+
+func (s *threadSafeMap) putLocked(set *indexerSet, key string, obj interface{}, vals [][]string) {
+	old, existed := s.items.Set(s.epoch, key, obj)
+	for i := range s.indexes {
+		s.reindexLocked(set, i, key, old, existed, obj, vals[i])
+	}
+}
+
+// reindexLocked moves key within index i from the values of old (if it
+// existed) to vals. Should the index function now fail on the stored
+// object, the key is found by a scan instead, so a write never fails
+// half-way.
+func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old interface{}, existed bool, obj interface{}, vals []string) {
+	idx := &s.indexes[i]
+	if existed && old != nil {
+		oldVals, err := set.fns[i](old)
+		switch {
+		case err != nil:
+			s.removeEverywhereLocked(idx, key)
+		case len(oldVals) == 1 && len(vals) == 1 && oldVals[0] == vals[0]:
+			s.addToValueLocked(idx, vals[0], key, obj)
+			return
+		default:
+			for _, v := range oldVals {
+				s.removeFromValueLocked(idx, v, key)
+			}
+		}
+	}
+	for _, v := range vals {
+		s.addToValueLocked(idx, v, key, obj)
+	}
+}
+
+func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string, obj interface{}) {
+	members, _ := idx.Get(value)
+	before := members
+	members.Set(s.epoch, key, obj)
+	if members != before {
+		idx.Set(s.epoch, value, members)
+	}
+}
+
+func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string) {
+	members, ok := idx.Get(value)
+	if !ok {
+		return
+	}
+	if _, ok := members.Delete(s.epoch, key); !ok {
+		return
+	}
+	if members.Len() == 0 {
+		idx.Delete(s.epoch, value)
+		return
+	}
+	idx.Set(s.epoch, value, members)
+}
+
+func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string) {
+	var holding []string
+	idx.Range(func(value string, members keySet) bool {
+		if _, ok := members.Get(key); ok {
+			holding = append(holding, value)
+		}
+		return true
+	})
+	for _, v := range holding {
+		s.removeFromValueLocked(idx, v, key)
+	}
+}
+
+// Delete removes key; it does not change the store's resource version.
+func (s *threadSafeMap) Delete(key string) {
+	s.DeleteWithObject(key, nil)
+}
+
+// DeleteWithObject removes key and, if obj is a meta object, records its
+// resource version even when key was absent.
+func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
+	var rv storeRV
+	if obj != nil {
+		rv = rvOf(obj)
+	}
+	s.lockForWrite()
+	defer s.mu.Unlock()
+	s.deleteLocked(s.indexers.Load(), key)
+	s.recordRVLocked(rv)
+}
+
+func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) {
+	if _, ok := s.items.Get(key); !ok {
+		return
+	}
+	old, _ := s.items.Delete(s.epoch, key)
+	for i := range s.indexes {
+		s.reindexLocked(set, i, key, old, true, nil, nil)
+	}
+}
+
+// Get returns the object stored under key.
+func (s *threadSafeMap) Get(key string) (item interface{}, exists bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.items.Get(key)
+}
+
+// List returns every stored object, from one consistent state.
+func (s *threadSafeMap) List() []interface{} {
+	list, _ := s.collectValues(func() (keySet, error) { return s.items, nil })
+	return list
+}
+
+// ListKeys returns every key, from one consistent state.
+func (s *threadSafeMap) ListKeys() []string {
+	s.mu.Lock()
+	m := s.items
+	if m.Len() > copyUnderLock {
+		s.freezeLocked()
+		s.mu.Unlock()
+	} else {
+		defer s.mu.Unlock()
+	}
+	return m.AppendKeys(make([]string, 0, m.Len()))
+}
+
+// collectValues returns the values of the map pick chooses, read under the
+// lock for small maps and from a frozen snapshot for large ones.
+func (s *threadSafeMap) collectValues(pick func() (keySet, error)) ([]interface{}, error) {
+	s.mu.Lock()
+	m, err := pick()
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if m.Len() > copyUnderLock {
+		s.freezeLocked()
+		s.mu.Unlock()
+	} else {
+		defer s.mu.Unlock()
+	}
+	return m.AppendValues(make([]interface{}, 0, m.Len())), nil
+}
+
+// Replace swaps the whole content for items and sets the resource version.
+// If an index function fails on any item nothing changes and the error is
+// logged (client-go panics).
+func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion string) {
+	e := hamt.NewEpoch()
+	var m hamt.Map[any]
+	for key, obj := range items {
+		m.Set(e, key, obj)
+	}
+	if err := s.replace(m, e, resourceVersion); err != nil {
+		klog.TODO().Error(err, "Store not replaced")
+	}
+}
+
+// replace makes items, built in epoch e and seen by no one else, the new
+// content. The indexes are built before the lock is taken (if the indexers
+// change meanwhile they are built again), so readers and writers are held
+// up only for the swap.
+func (s *threadSafeMap) replace(items hamt.Map[any], e hamt.Epoch, rv string) error {
+	for {
+		set := s.indexers.Load()
+		indexes, err := buildIndexes(set.names, set.fns, items, e)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if s.indexers.Load() != set {
+			s.mu.Unlock()
+			continue
+		}
+		s.items, s.indexes, s.epoch = items, indexes, e
+		s.frozen = false
+		s.recordRVLocked(storeRV{rv: rv, set: true})
+		s.mu.Unlock()
+		return nil
+	}
+}
+
+// buildIndexes indexes every item with fns, in epoch e.
+func buildIndexes(names []string, fns []IndexFunc, items hamt.Map[any], e hamt.Epoch) ([]valueIndex, error) {
+	indexes := make([]valueIndex, len(fns))
+	var err error
+	items.Range(func(key string, obj interface{}) bool {
+		if obj == nil {
+			return true
+		}
+		for i, fn := range fns {
+			vals, ferr := fn(obj)
+			if ferr != nil {
+				err = indexEntryError(key, names[i], ferr)
+				return false
+			}
+			for _, v := range vals {
+				members, _ := indexes[i].Get(v)
+				members.Set(e, key, obj)
+				indexes[i].Set(e, v, members)
+			}
+		}
+		return true
+	})
+	return indexes, err
+}
+
+// Index returns the stored objects that share any of obj's values in the
+// named index, each once.
+func (s *threadSafeMap) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	set := s.indexers.Load()
+	fn, ok := set.funcs[indexName]
+	if !ok {
+		return nil, indexMissingError(indexName)
+	}
+	vals, err := fn(obj)
+	if err != nil {
+		return nil, err
+	}
+	i := set.pos[indexName]
+	if len(vals) == 1 {
+		return s.collectValues(func() (keySet, error) {
+			members, _ := s.indexes[i].Get(vals[0])
+			return members, nil
+		})
+	}
+	return s.union(i, vals), nil
+}
+
+// union returns the objects under any of vals in index i, deduplicated.
+func (s *threadSafeMap) union(i int, vals []string) []interface{} {
+	groups := make([]keySet, 0, len(vals))
+	total := 0
+	s.mu.Lock()
+	for _, v := range vals {
+		if members, ok := s.indexes[i].Get(v); ok {
+			groups = append(groups, members)
+			total += members.Len()
+		}
+	}
+	if total > copyUnderLock {
+		s.freezeLocked()
+	}
+	s.mu.Unlock()
+	seen := make(map[string]struct{}, total)
+	out := make([]interface{}, 0, total)
+	for _, members := range groups {
+		members.Range(func(key string, obj interface{}) bool {
+			if _, dup := seen[key]; !dup {
+				seen[key] = struct{}{}
+				out = append(out, obj)
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// membersLocked returns the keySet of value in the named index; the caller
+// holds mu.
+func (s *threadSafeMap) membersLocked(indexName, value string) (keySet, error) {
+	i, ok := s.indexers.Load().pos[indexName]
+	if !ok {
+		return keySet{}, indexMissingError(indexName)
+	}
+	members, _ := s.indexes[i].Get(value)
+	return members, nil
+}
+
+// ByIndex returns the stored objects whose values in the named index
+// include indexedValue.
+func (s *threadSafeMap) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	return s.collectValues(func() (keySet, error) { return s.membersLocked(indexName, indexedValue) })
+}
+
+// IndexKeys returns, sorted, the keys whose values in the named index
+// include indexedValue.
+func (s *threadSafeMap) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	s.mu.Lock()
+	members, err := s.membersLocked(indexName, indexedValue)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if members.Len() > copyUnderLock {
+		s.freezeLocked()
+		s.mu.Unlock()
+	} else {
+		defer s.mu.Unlock()
+	}
+	keys := members.AppendKeys(make([]string, 0, members.Len()))
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// ListIndexFuncValues returns the values of the named index that have at
+// least one member; none for an unknown index.
+func (s *threadSafeMap) ListIndexFuncValues(indexName string) []string {
+	s.mu.Lock()
+	i, ok := s.indexers.Load().pos[indexName]
+	if !ok {
+		s.mu.Unlock()
+		return []string{}
+	}
+	idx := s.indexes[i]
+	if idx.Len() > copyUnderLock {
+		s.freezeLocked()
+		s.mu.Unlock()
+	} else {
+		defer s.mu.Unlock()
+	}
+	return idx.AppendKeys(make([]string, 0, idx.Len()))
+}
+
+// GetIndexers returns the index functions. The map is never changed by the
+// store: AddIndexers publishes a new one.
+func (s *threadSafeMap) GetIndexers() Indexers {
+	return s.indexers.Load().funcs
+}
+
+// AddIndexers adds index functions and indexes the stored items with them.
+// A name already in use is a conflict and nothing is added; so is an index
+// function that fails on a stored item.
+func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
+	if len(newIndexers) == 0 {
+		return nil
+	}
+	s.lockForWrite()
+	defer s.mu.Unlock()
+	cur := s.indexers.Load()
+	if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
+		return fmt.Errorf("indexer conflict: %v", common)
+	}
+	next := cur.with(newIndexers)
+	added, err := buildIndexes(next.names[len(cur.names):], next.fns[len(cur.fns):], s.items, s.epoch)
+	if err != nil {
+		return err
+	}
+	s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
+	s.indexers.Store(next)
+	return nil
+}
+
+// Resync does nothing.
+func (s *threadSafeMap) Resync() error {
+	return nil
+}
+
+// Bookmark records rv as the store's resource version.
+func (s *threadSafeMap) Bookmark(rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recordRVLocked(storeRV{rv: rv, set: true})
+}
+
+// LastStoreSyncResourceVersion returns the last recorded resource version,
+// or "" while the AtomicFIFO feature gate is off.
+func (s *threadSafeMap) LastStoreSyncResourceVersion() string {
+	if !features.FeatureGates().Enabled(features.AtomicFIFO) {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rv
+}
+
+// Transaction applies txns in order under one lock. A write whose index
+// functions fail is skipped and logged (client-go panics).
+func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
+	for _, f := range s.transaction(txns) {
+		klog.TODO().Error(f.err, "Transaction write skipped", "key", txns[f.pos].Key)
+	}
+}
+
+// txnFailure is a transaction write that was not applied.
+type txnFailure struct {
+	pos int
+	err error
+}
+
+// transaction applies txns under one lock and returns the writes it
+// skipped. The store's resource version becomes that of the last applied
+// write's object, if it has one.
+func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFailure {
+	if len(txns) == 0 {
+		return nil
+	}
+	set := s.indexers.Load()
+	vals, failures := txnValues(set, txns)
+	s.lockForWrite()
+	defer s.mu.Unlock()
+	if cur := s.indexers.Load(); cur != set {
+		set = cur
+		vals, failures = txnValues(set, txns)
+	}
+	var rv storeRV
+	for i, t := range txns {
+		if vals[i] == nil && t.Type != TransactionTypeDelete {
+			continue
+		}
+		if t.Type == TransactionTypeDelete {
+			s.deleteLocked(set, t.Key)
+		} else {
+			s.putLocked(set, t.Key, t.Object, vals[i])
+		}
+		rv = rvOf(t.Object)
+	}
+	s.recordRVLocked(rv)
+	return failures
+}
+
+// txnValues computes the index values of every Add and Update; writes that
+// cannot be applied get nil values and a failure.
+func txnValues(set *indexerSet, txns []ThreadSafeStoreTransaction) ([][][]string, []txnFailure) {
+	vals := make([][][]string, len(txns))
+	var failures []txnFailure
+	for i, t := range txns {
+		switch t.Type {
+		case TransactionTypeAdd, TransactionTypeUpdate:
+			v, err := set.values(make([][]string, 0, len(set.fns)), t.Key, t.Object)
+			if err != nil {
+				failures = append(failures, txnFailure{i, err})
+				continue
+			}
+			vals[i] = v
+		case TransactionTypeDelete:
+		default:
+			failures = append(failures, txnFailure{i, fmt.Errorf("unknown transaction type %q", t.Type)})
+		}
+	}
+	return vals, failures
+}
