@@ -53,7 +53,7 @@ type Options struct {
 	// 400, as the API server does.
 	Fields map[string]func(obj runtime.Object) string
 	// Objects are loaded at start, as if the server had just listed them from storage: they get
-	// resourceVersions and the history window starts after them.
+	// new resourceVersions (any they carry is replaced) and the history window starts after them.
 	Objects []runtime.Object
 }
 
@@ -137,13 +137,23 @@ func New(opts Options) (*Server, error) {
 		watchers: map[*watcher]struct{}{},
 	}
 	for _, obj := range opts.Objects {
-		if _, err := s.Create(obj); err != nil {
+		if err := s.seed(obj); err != nil {
 			return nil, fmt.Errorf("fake: loading initial object: %w", err)
 		}
 	}
 	s.history = nil
 	s.floor = s.rv
 	return s, nil
+}
+
+// seed creates an initial object; a resourceVersion it carries is replaced, not rejected.
+func (s *Server) seed(obj runtime.Object) error {
+	if m, ok := obj.(metav1.Object); ok && m.GetResourceVersion() != "" {
+		obj = obj.DeepCopyObject()
+		obj.(metav1.Object).SetResourceVersion("")
+	}
+	_, err := s.Create(obj)
+	return err
 }
 
 // MustNew is New for tests: it panics on a configuration error.
