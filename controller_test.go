@@ -60,7 +60,7 @@ func TestC2_RunClosesQueueAndReturnsAfterReflector(t *testing.T) {
 	stop := controllerTestRun(c)
 	informerTestWait(t, "sync", c.HasSyncedChecker())
 	assert.True(t, c.HasSynced())
-	assert.Equal(t, "1", c.LastSyncResourceVersion())
+	assert.Equal(t, "2", c.LastSyncResourceVersion())
 	stop()
 	assert.True(t, q.IsClosed())
 	goleak.VerifyNone(t)
@@ -70,7 +70,7 @@ func TestC2_IncompleteConfigIsReportedNotRun(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"no queue":   {ListerWatcher: ListerWatcher(nil), Process: func(interface{}, bool) error { return nil }},
 		"no lw":      {Queue: controllerTestQueue(), Process: func(interface{}, bool) error { return nil }},
-		"no process": {Queue: controllerTestQueue(), ListerWatcher: diffListMode{&diffServer{}}},
+		"no process": {Queue: controllerTestQueue(), ListerWatcher: newDiffServer(false)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			New(&cfg).Run(make(chan struct{})) // returns at once

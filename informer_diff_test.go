@@ -13,165 +13,61 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/openinformer/cache/fake"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
-// diffServer is a scripted, in-memory API server for pods in namespace
-// "ns": a current state, an event log for resuming watches, open watches,
-// and a switch that makes lists and watches fail while the script changes
-// state behind the reflector's back.
+// diffServer drives a fake API server with a small script vocabulary.
 type diffServer struct {
-	mu        sync.Mutex
-	rv        int
-	objs      map[string]*v1.Pod
-	log       []watch.Event
-	compacted int
-	watches   []*diffWatch
-	blocked   bool
+	*fake.Server
+	gen int
 }
 
-// diffWatch is a watch.Interface with a large buffer, so the script never
-// blocks on a slow reflector.
-type diffWatch struct {
-	s    *diffServer
-	ch   chan watch.Event
-	once sync.Once
+// newDiffServer serves pods; in list mode it refuses watch-list, so
+// reflectors LIST.
+func newDiffServer(watchList bool) *diffServer {
+	return &diffServer{Server: fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: !watchList})}
 }
 
-func (w *diffWatch) ResultChan() <-chan watch.Event { return w.ch }
-
-func (w *diffWatch) Stop() {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	w.stopLocked()
-}
-
-func (w *diffWatch) stopLocked() {
-	w.once.Do(func() { close(w.ch) })
-	for i, x := range w.s.watches {
-		if x == w {
-			w.s.watches = append(w.s.watches[:i:i], w.s.watches[i+1:]...)
-			break
-		}
-	}
-}
-
-// apply changes one pod; open watches see the event.
+// apply creates, updates (always changing a label, so the server does not
+// skip it) or deletes pod ns/name.
 func (s *diffServer) apply(t watch.EventType, name string, labels ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rv++
-	pod := newTestPod("ns", name, strconv.Itoa(s.rv), labels...)
-	if t == watch.Deleted {
-		pod = s.objs[name].DeepCopy()
-		pod.ResourceVersion = strconv.Itoa(s.rv)
-		delete(s.objs, name)
-	} else {
-		s.objs[name] = pod
+	var err error
+	switch t {
+	case watch.Added:
+		_, err = s.Create(newTestPod("ns", name, "", labels...))
+	case watch.Modified:
+		s.gen++
+		_, err = s.Update(newTestPod("ns", name, "", append(labels, "gen", strconv.Itoa(s.gen))...))
+	case watch.Deleted:
+		_, err = s.Delete("ns", name)
 	}
-	s.log = append(s.log, watch.Event{Type: t, Object: pod})
-	for _, w := range s.watches {
-		w.ch <- watch.Event{Type: t, Object: pod.DeepCopy()}
+	if err != nil {
+		panic(err)
 	}
 }
 
-// closeWatches ends every open watch cleanly; reflectors resume from their
-// last resource version.
-func (s *diffServer) closeWatches() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.watches) > 0 {
-		s.watches[0].stopLocked()
-	}
-}
-
-// expire compacts the log, fails open watches with 410 Gone and blocks
-// lists and watches until unblock.
-func (s *diffServer) expire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.compacted = s.rv
-	s.blocked = true
-	gone := apierrors.NewResourceExpired("too old resource version")
-	for len(s.watches) > 0 {
-		w := s.watches[0]
-		w.ch <- watch.Event{Type: watch.Error, Object: &gone.ErrStatus}
-		w.stopLocked()
-	}
-}
-
-func (s *diffServer) unblock() {
-	s.mu.Lock()
-	s.blocked = false
-	s.mu.Unlock()
-}
-
-func (s *diffServer) snapshotLocked() []*v1.Pod {
-	out := make([]*v1.Pod, 0, len(s.objs))
-	for _, p := range s.objs {
-		out = append(out, p.DeepCopy())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-func (s *diffServer) List(metav1.ListOptions) (runtime.Object, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.blocked {
-		return nil, apierrors.NewServiceUnavailable("blocked by the script")
-	}
-	list := &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(s.rv)}}
-	for _, p := range s.snapshotLocked() {
-		list.Items = append(list.Items, *p)
-	}
-	return list, nil
-}
-
-func (s *diffServer) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.blocked {
-		return nil, apierrors.NewServiceUnavailable("blocked by the script")
-	}
-	w := &diffWatch{s: s, ch: make(chan watch.Event, 10000)}
-	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-		for _, p := range s.snapshotLocked() {
-			w.ch <- watch.Event{Type: watch.Added, Object: p}
-		}
-		w.ch <- watch.Event{Type: watch.Bookmark, Object: &v1.Pod{ObjectMeta: metav1.ObjectMeta{
-			ResourceVersion: strconv.Itoa(s.rv),
-			Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
-		}}}
-	} else {
-		from, err := strconv.Atoi(opts.ResourceVersion)
-		if err != nil || from < s.compacted {
-			return nil, apierrors.NewResourceExpired("too old resource version")
-		}
-		for _, ev := range s.log {
-			if p := ev.Object.(*v1.Pod); diffRV(p) > from {
-				w.ch <- watch.Event{Type: ev.Type, Object: p.DeepCopy()}
-			}
-		}
-	}
-	s.watches = append(s.watches, w)
-	return w, nil
-}
-
-func diffRV(p *v1.Pod) int {
-	n, _ := strconv.Atoi(p.ResourceVersion)
+func (s *diffServer) rv() int {
+	n, _ := strconv.Atoi(s.ResourceVersion())
 	return n
 }
 
-// diffListMode hides watch-list support, so reflectors LIST.
-type diffListMode struct{ *diffServer }
+// expire ends open watches with 410 Gone and drops the history, forcing
+// a relist; changes made right after are only seen through it (the
+// reflector backs off at least 800ms first).
+func (s *diffServer) expire() {
+	s.SendWatchError(fake.Gone("too old resource version"))
+	s.Compact()
+}
 
-func (diffListMode) IsWatchListSemanticsUnSupported() bool { return true }
+// block makes every list and watch fail.
+func (s *diffServer) block() {
+	s.FailNextLists(1<<20, fake.InternalError("blocked by the script"))
+	s.FailNextWatches(1<<20, fake.InternalError("blocked by the script"))
+}
 
 // diffNote is one handler call, reduced to what both implementations must
 // agree on.
@@ -335,18 +231,12 @@ func diffScenario(t *testing.T, watchList, resync bool) {
 	if resync {
 		informerPeriod = time.Second
 	}
-	mkLW := func(s *diffServer) ListerWatcher {
-		if watchList {
-			return s
-		}
-		return diffListMode{s}
-	}
-	theirsSrv, oursSrv := &diffServer{objs: map[string]*v1.Pod{}}, &diffServer{objs: map[string]*v1.Pod{}}
+	theirsSrv, oursSrv := newDiffServer(watchList), newDiffServer(watchList)
 	subjects := []*diffSubject{
 		{name: "client-go", server: theirsSrv, shutDown: clientcache.ShutDownEventHandler,
-			informer: clientcache.NewSharedIndexInformer(mkLW(theirsSrv), &v1.Pod{}, informerPeriod, diffIndexers)},
+			informer: clientcache.NewSharedIndexInformer(theirsSrv, &v1.Pod{}, informerPeriod, diffIndexers)},
 		{name: "openinformer", server: oursSrv, shutDown: ShutDownEventHandler,
-			informer: NewSharedIndexInformer(mkLW(oursSrv), &v1.Pod{}, informerPeriod, diffIndexers)},
+			informer: NewSharedIndexInformer(oursSrv, &v1.Pod{}, informerPeriod, diffIndexers)},
 	}
 	each := func(f func(d *diffSubject)) {
 		for _, d := range subjects {
@@ -358,7 +248,8 @@ func diffScenario(t *testing.T, watchList, resync bool) {
 	// which (per-handler order) means it saw everything before.
 	bump := func(handlers ...string) {
 		each(func(d *diffSubject) { d.server.apply(watch.Modified, "marker") })
-		marker = oursSrv.rv
+		marker = oursSrv.rv()
+		require.Equal(t, marker, theirsSrv.rv(), "scripts in lockstep")
 		each(func(d *diffSubject) {
 			for _, h := range handlers {
 				diffEventually(t, d.name+" "+h+" marker", func() bool { return d.rec[h].seen("ns/marker", marker) })
@@ -393,7 +284,7 @@ func diffScenario(t *testing.T, watchList, resync bool) {
 
 	// The watch closes; the reflector resumes from its resource version.
 	each(func(d *diffSubject) {
-		d.server.closeWatches()
+		d.server.CloseWatches()
 		d.server.apply(watch.Modified, "c", "app", "z")
 		d.server.apply(watch.Added, "e")
 	})
@@ -421,9 +312,8 @@ func diffScenario(t *testing.T, watchList, resync bool) {
 		d.server.apply(watch.Modified, "d", "app", "y")
 		d.server.apply(watch.Added, "f", "app", "x")
 		d.server.apply(watch.Modified, "marker")
-		d.server.unblock()
 	})
-	marker = oursSrv.rv
+	marker = oursSrv.rv()
 	each(func(d *diffSubject) {
 		for _, h := range []string{"plain", "resync", "late"} {
 			diffEventually(t, d.name+" relist "+h, func() bool { return d.rec[h].seen("ns/marker", marker) })

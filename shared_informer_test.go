@@ -22,13 +22,14 @@ import (
 // controller-runtime's cache.Options.NewInformer field type.
 var _ func(clientcache.ListerWatcher, runtime.Object, time.Duration, clientcache.Indexers) clientcache.SharedIndexInformer = NewSharedIndexInformer
 
-// informerTestServer returns a list-mode scripted server holding pods.
+// informerTestServer returns a list-mode fake server holding pods
+// ns/<name> at resource versions 2, 3, ...
 func informerTestServer(names ...string) (*diffServer, ListerWatcher) {
-	s := &diffServer{objs: map[string]*v1.Pod{}}
+	s := newDiffServer(false)
 	for _, n := range names {
 		s.apply(watch.Added, n)
 	}
-	return s, diffListMode{s}
+	return s, s
 }
 
 // informerTestRun runs inf until the returned stop is called; stop waits
@@ -102,7 +103,7 @@ func TestI3_HasSyncedLatchesAndNamesItself(t *testing.T) {
 	assert.True(t, inf.HasSynced(), "latched after stop")
 
 	s, lw2 := informerTestServer("a")
-	s.blocked = true
+	s.block()
 	never := NewSharedIndexInformer(lw2, &v1.Pod{}, 0, nil)
 	stop = informerTestRun(never)
 	time.Sleep(20 * time.Millisecond)
@@ -121,8 +122,8 @@ func TestI4_LastSyncResourceVersionAndControllerView(t *testing.T) {
 	assert.False(t, ctrl.HasSynced())
 	stop := informerTestRun(inf)
 	informerTestWait(t, "sync", ctrl.HasSyncedChecker())
-	assert.Equal(t, "2", inf.LastSyncResourceVersion())
-	assert.Equal(t, "2", ctrl.LastSyncResourceVersion())
+	assert.Equal(t, "3", inf.LastSyncResourceVersion())
+	assert.Equal(t, "3", ctrl.LastSyncResourceVersion())
 	stop()
 	goleak.VerifyNone(t)
 }
@@ -223,10 +224,10 @@ func TestI9_LateHandlerGetsCachedObjectsFirst(t *testing.T) {
 	require.NoError(t, err)
 	s.apply(watch.Modified, "a")
 	informerTestWait(t, "late sync", reg.HasSyncedChecker())
-	diffEventually(t, "update", func() bool { return rec.seen("ns/a", 3) })
+	diffEventually(t, "update", func() bool { return rec.seen("ns/a", 4) })
 	assert.Equal(t, map[string][]string{
-		"ns/a": {"add 1 initial=true", "update 1->3"},
-		"ns/b": {"add 2 initial=true"},
+		"ns/a": {"add 2 initial=true", "update 2->4"},
+		"ns/b": {"add 3 initial=true"},
 	}, rec.sequences(false))
 	stop()
 	goleak.VerifyNone(t)
@@ -290,8 +291,8 @@ func TestI12_RemoveEventHandlerIsIdempotentAndAsync(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid key type")
 	s.apply(watch.Modified, "a")
-	diffEventually(t, "kept handler updated", func() bool { return keep.seen("ns/a", 2) })
-	assert.False(t, rec.seen("ns/a", 2), "removed handler hears nothing more")
+	diffEventually(t, "kept handler updated", func() bool { return keep.seen("ns/a", 3) })
+	assert.False(t, rec.seen("ns/a", 3), "removed handler hears nothing more")
 	stop()
 	assert.NoError(t, inf.RemoveEventHandler(keepReg), "after stop: nil")
 	goleak.VerifyNone(t)
@@ -372,15 +373,15 @@ func TestI18_PeriodicResyncReachesOnlyDueHandlers(t *testing.T) {
 	stop := informerTestRun(inf)
 	informerTestWait(t, "sync", inf.HasSyncedChecker())
 	s.apply(watch.Modified, "a") // the watch is open once this arrives
-	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 3) })
+	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
 	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
 	clk.Step(10 * time.Second)
 	diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/a") == 1 && due.countSyncs("ns/b") == 1 })
 	s.apply(watch.Modified, "b")
-	diffEventually(t, "later event", func() bool { return quiet.seen("ns/b", 4) && due.seen("ns/b", 4) })
+	diffEventually(t, "later event", func() bool { return quiet.seen("ns/b", 5) && due.seen("ns/b", 5) })
 	assert.Equal(t, 0, quiet.countSyncs("ns/a")+quiet.countSyncs("ns/b"), "not due: no resync notifications")
-	assert.Equal(t, []string{"add 2 initial=true", "update 2->2", "update 2->4"}, due.sequences(false)["ns/b"])
-	assert.Equal(t, []string{"add 2 initial=true", "update 2->4"}, quiet.sequences(false)["ns/b"])
+	assert.Equal(t, []string{"add 3 initial=true", "update 3->3", "update 3->5"}, due.sequences(false)["ns/b"])
+	assert.Equal(t, []string{"add 3 initial=true", "update 3->5"}, quiet.sequences(false)["ns/b"])
 	stop()
 	goleak.VerifyNone(t)
 }
@@ -395,20 +396,19 @@ func TestI16_UnchangedObjectsOfARelistOnlyReachSyncingHandlers(t *testing.T) {
 	stop := informerTestRun(inf)
 	informerTestWait(t, "sync", inf.HasSyncedChecker())
 	s.apply(watch.Modified, "a")
-	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 3) })
+	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
 	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
 	clk.Step(10 * time.Second) // marks due as syncing, quiet as not
 	diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/b") == 1 })
 	s.expire()
 	s.apply(watch.Modified, "a")
-	s.unblock()
 	// The relist waits for the reflector's backoff on the fake clock.
 	diffEventually(t, "relist", func() bool {
 		clk.Step(2 * time.Second)
-		return quiet.seen("ns/a", 4)
+		return quiet.seen("ns/a", 5)
 	})
-	diffEventually(t, "due saw the relist", func() bool { return due.seen("ns/a", 4) })
-	assert.Equal(t, []string{"add 2 initial=true"}, quiet.sequences(false)["ns/b"], "unchanged b skipped for a handler not syncing")
+	diffEventually(t, "due saw the relist", func() bool { return due.seen("ns/a", 5) })
+	assert.Equal(t, []string{"add 3 initial=true"}, quiet.sequences(false)["ns/b"], "unchanged b skipped for a handler not syncing")
 	assert.GreaterOrEqual(t, due.countSyncs("ns/b"), 2, "syncing handler got unchanged b from the relist")
 	stop()
 	goleak.VerifyNone(t)
@@ -416,7 +416,7 @@ func TestI16_UnchangedObjectsOfARelistOnlyReachSyncingHandlers(t *testing.T) {
 
 func TestI6_WatchErrorHandlerReceivesListFailures(t *testing.T) {
 	s, lw := informerTestServer("a")
-	s.blocked = true
+	s.block()
 	inf := NewSharedIndexInformer(lw, &v1.Pod{}, 0, nil)
 	got := make(chan error, 10)
 	require.NoError(t, inf.SetWatchErrorHandler(func(r *clientcache.Reflector, err error) { got <- err }))
