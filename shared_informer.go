@@ -38,18 +38,23 @@ type SharedIndexInformerOptions struct {
 	//
 	// When a handler has this many notifications waiting and another one
 	// arrives, its backlog is collapsed: the waiting notifications are
-	// dropped and only the keys they touched are remembered, together with
-	// the state the handler last saw for each. Until the handler catches up,
-	// further notifications only add keys. When the handler next asks for
-	// work it receives, for every remembered key in sorted key order, one
-	// notification from its last seen state to the cache's current state:
-	// OnUpdate(lastSeen, current) if the object existed before and exists
-	// now, OnAdd(current, isInInitialList) if it is new (isInInitialList as
-	// of the dropped add), and OnDelete(DeletedFinalStateUnknown{Key,
-	// Obj: lastSeen}) if it is gone. Keys that appeared and vanished in
-	// between produce nothing. Later notifications follow in order. So the
-	// handler loses intermediate states but never a key's latest state or a
-	// deletion, memory per handler is bounded by the number of distinct
+	// dropped and only the keys they touched are remembered, each with what
+	// the handler last saw for it. Until the handler catches up, further
+	// notifications only add keys. When the handler next asks for work it
+	// receives, for every remembered key in sorted key order, the
+	// notifications that take it from its last seen state to the cache's
+	// current state:
+	//   - existed before and now: OnUpdate(lastSeen, current);
+	//   - new: OnAdd(current, isInInitialList of the dropped add);
+	//   - gone: OnDelete(DeletedFinalStateUnknown{Key, Obj: lastSeen});
+	//   - if the first dropped notification for the key was a delete: that
+	//     OnDelete as it was, then OnAdd(current, false) if the key exists
+	//     again;
+	//   - appeared and vanished in between: nothing.
+	// Later notifications follow in order. So the handler loses
+	// intermediate states but never a key's latest state or a deletion,
+	// each key's notifications stay consistent with what the handler saw
+	// before, memory per handler is bounded by the number of distinct
 	// keys, and the registration's HasSynced still waits for the initial
 	// list. Other handlers are unaffected.
 	MaxPendingNotificationsPerHandler int

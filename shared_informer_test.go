@@ -427,3 +427,74 @@ func TestI6_WatchErrorHandlerReceivesListFailures(t *testing.T) {
 	stop()
 	goleak.VerifyNone(t)
 }
+
+func TestBacklogBoundInformerHandlerConvergesOnCache(t *testing.T) {
+	m := &listenerTestMetrics{}
+	s, lw := informerTestServer("k0", "k1", "k2")
+	inf := NewSharedIndexInformerWithOptions(lw, &v1.Pod{}, SharedIndexInformerOptions{MaxPendingNotificationsPerHandler: 8, HandlerMetricsProvider: m})
+	gate := make(chan struct{})
+	var once sync.Once
+	slow := newDiffRecorder()
+	slowReg, _ := inf.AddEventHandler(ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj interface{}, initial bool) {
+			once.Do(func() { <-gate })
+			slow.OnAdd(obj, initial)
+		},
+		UpdateFunc: slow.OnUpdate,
+		DeleteFunc: slow.OnDelete,
+	})
+	fast := newDiffRecorder()
+	inf.AddEventHandler(fast)
+	stop := informerTestRun(inf)
+	informerTestWait(t, "informer sync", inf.HasSyncedChecker())
+	assert.False(t, slowReg.HasSynced(), "slow handler is stuck in its first initial add")
+	exists := map[string]bool{"k0": true, "k1": true, "k2": true}
+	for i := 0; i < 300; i++ {
+		name := fmt.Sprintf("k%d", (i*7)%13)
+		switch {
+		case !exists[name]:
+			s.apply(watch.Added, name)
+			exists[name] = true
+		case i%5 == 0:
+			s.apply(watch.Deleted, name)
+			exists[name] = false
+		default:
+			s.apply(watch.Modified, name)
+		}
+	}
+	s.apply(watch.Added, "marker")
+	final := s.rv()
+	diffEventually(t, "fast caught up", func() bool { return fast.seen("ns/marker", final) })
+	close(gate)
+	informerTestWait(t, "slow registration syncs after the resync", slowReg.HasSyncedChecker())
+	diffEventually(t, "slow caught up", func() bool { return slow.seen("ns/marker", final) })
+
+	// Replaying what the slow handler saw must be consistent per key and
+	// end at the cache's state, deletions included.
+	view := map[string]string{}
+	for key, notes := range slow.byKey {
+		for _, n := range notes {
+			switch n.kind {
+			case "add":
+				require.NotContains(t, view, key, "add of a key the handler already has")
+				view[key] = n.newRV
+			case "update":
+				require.Equal(t, view[key], n.oldRV, "update must start from what the handler last saw (%s)", key)
+				view[key] = n.newRV
+			case "delete":
+				require.Contains(t, view, key)
+				delete(view, key)
+			}
+		}
+	}
+	cached := map[string]string{}
+	for _, obj := range inf.GetStore().List() {
+		k, rv, _ := diffKeyRV(obj)
+		cached[k] = rv
+	}
+	assert.Equal(t, cached, view)
+	assert.Less(t, len(slow.sequences(false)["ns/k1"]), len(fast.sequences(false)["ns/k1"]), "the slow handler skipped intermediate states")
+	assert.Positive(t, m.collapses.Load())
+	stop()
+	goleak.VerifyNone(t)
+}
