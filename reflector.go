@@ -238,19 +238,29 @@ func expectedGVKOf(expectedType interface{}) *schema.GroupVersionKind {
 var reflectorPackage = reflect.TypeOf(Reflector{}).PkgPath()
 
 // reflectorCallSite names a reflector after the first caller outside this
-// package, as a short "path/file.go:line".
+// package, as a short "path/file.go:line". A reflector built on a goroutine
+// that started inside this package (an informer's Run) has no such caller;
+// it is named after the innermost frame instead.
 func reflectorCallSite() string {
 	pcs := make([]uintptr, 16)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	var first runtime.Frame
 	for {
 		f, more := frames.Next()
-		if !inReflectorPackage(f.Function) && f.File != "" {
+		if first.File == "" {
+			first = f
+		}
+		if f.File != "" && !inReflectorPackage(f.Function) && !strings.HasPrefix(f.Function, "runtime.") {
 			return fmt.Sprintf("%s:%d", shortSourcePath(f.File), f.Line)
 		}
 		if !more {
-			return "????"
+			break
 		}
 	}
+	if first.File == "" {
+		return "????"
+	}
+	return fmt.Sprintf("%s:%d", shortSourcePath(first.File), first.Line)
 }
 
 func inReflectorPackage(function string) bool {

@@ -523,3 +523,17 @@ func TestF1_NamespaceKeyedIndexerAndReflector(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, got, 1)
 }
+
+func TestF2_NameOfReflectorBuiltOnOwnGoroutine(t *testing.T) {
+	names := make(chan string, 1)
+	go reflectorBuildOnGoroutine(names)
+	name := <-names
+	assert.NotContains(t, name, "runtime/")
+	assert.Contains(t, name, "reflector.go:")
+}
+
+// reflectorBuildOnGoroutine stands for an informer's Run: a goroutine whose
+// every frame is in this package.
+func reflectorBuildOnGoroutine(names chan<- string) {
+	names <- NewReflector(&ListWatch{}, nil, newReflectorTestStore(), 0).Name()
+}
