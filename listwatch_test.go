@@ -234,3 +234,15 @@ func retryWithDeadlineScript(build func(*clocktesting.FakeClock) RetryWithDeadli
 	out = append(out, r.ShouldRetry())
 	return out
 }
+
+func TestM2_EmptyListWatchErrsInsteadOfPanicking(t *testing.T) {
+	lw := &ListWatch{}
+	_, err := lw.List(metav1.ListOptions{})
+	assert.EqualError(t, err, "ListWatch has neither ListFunc nor ListWithContextFunc")
+	_, err = lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	assert.Error(t, err)
+	_, err = lw.Watch(metav1.ListOptions{})
+	assert.EqualError(t, err, "ListWatch has neither WatchFunc nor WatchFuncWithContext")
+	_, err = lw.WatchWithContext(context.Background(), metav1.ListOptions{})
+	assert.Error(t, err)
+}

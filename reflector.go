@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -159,7 +160,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		expectedType:      reflect.TypeOf(expectedType),
 		expectedGVK:       expectedGVKOf(expectedType),
 		store:             store,
-		listerWatcher:     ToListerWatcherWithContext(lw),
+		listerWatcher:     listerWatcherOrNil(lw),
 		resyncPeriod:      options.ResyncPeriod,
 		clock:             c,
 		runClock:          clock.RealClock{},
@@ -193,6 +194,22 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	r.descriptor = reflectorDescriptor(r.name, r.typeDescription)
 	return r
 }
+
+// listerWatcherOrNil keeps a missing ListerWatcher missing, so that
+// ListAndWatch can report it instead of panicking.
+func listerWatcherOrNil(lw ListerWatcher) ListerWatcherWithContext {
+	if lw == nil {
+		return nil
+	}
+	return ToListerWatcherWithContext(lw)
+}
+
+// Errors of a Reflector built without a ListerWatcher or a store, where
+// client-go would panic.
+var (
+	errReflectorNoListerWatcher = errors.New("reflector has no ListerWatcher")
+	errReflectorNoStore         = errors.New("reflector has no store")
+)
 
 // reflectorBackoff returns the custom backoff if one was given, else the
 // default one.
@@ -330,6 +347,12 @@ func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
 // never got as far as watching, and nil once ctx is done.
 func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
+	switch {
+	case r.listerWatcher == nil:
+		return errReflectorNoListerWatcher
+	case r.store == nil:
+		return errReflectorNoStore
+	}
 	run := newReflectorRun(ctx, r)
 	defer run.close()
 	act := r.step(reflectorfsm.Begin{PageSize: r.WatchListPageSize, MaxInternalErrorRetry: r.MaxInternalErrorRetryDuration})

@@ -537,3 +537,8 @@ func TestF2_NameOfReflectorBuiltOnOwnGoroutine(t *testing.T) {
 func reflectorBuildOnGoroutine(names chan<- string) {
 	names <- NewReflector(&ListWatch{}, nil, newReflectorTestStore(), 0).Name()
 }
+
+func TestReflectorMissingPartsAreErrors(t *testing.T) {
+	assert.EqualError(t, NewReflector(nil, nil, newReflectorTestStore(), 0).ListAndWatchWithContext(context.Background()), "reflector has no ListerWatcher")
+	assert.EqualError(t, NewReflector(&ListWatch{}, nil, nil, 0).ListAndWatchWithContext(context.Background()), "reflector has no store")
+}
