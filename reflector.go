@@ -52,9 +52,11 @@ type Reflector struct {
 	expectedType    reflect.Type
 	expectedGVK     *schema.GroupVersionKind
 	store           ReflectorStore
-	listerWatcher   ListerWatcherWithContext
-	resyncPeriod    time.Duration
-	clock           clock.Clock
+	// rvUpdater is store, if it wants every applied event's version.
+	rvUpdater     ResourceVersionUpdater
+	listerWatcher ListerWatcherWithContext
+	resyncPeriod  time.Duration
+	clock         clock.Clock
 	// runClock times the pause between ListAndWatch attempts in Run. Like
 	// client-go it is the real clock whatever Clock the options gave.
 	runClock          clock.Clock
@@ -167,6 +169,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		delay:             reflectorBackoff(options.Backoff).DelayWithReset(c, defaultBackoffReset),
 		watchErrorHandler: DefaultWatchErrorHandler,
 	}
+	r.rvUpdater, _ = store.(ResourceVersionUpdater)
 	if r.name == "" {
 		r.name = reflectorCallSite()
 	}
@@ -401,7 +404,7 @@ func (r *Reflector) observe(rv string, pastInitialAdds bool) {
 	if !recorded {
 		return
 	}
-	if u, ok := r.store.(ResourceVersionUpdater); ok {
-		u.UpdateResourceVersion(rv)
+	if r.rvUpdater != nil {
+		r.rvUpdater.UpdateResourceVersion(rv)
 	}
 }

@@ -282,7 +282,9 @@ func (run *reflectorRun) consume(start time.Time, sink eventSink, untilSynced bo
 				run.logger.V(4).Info("Exiting watch because received the bookmark that marks the end of initial events stream", "reflector", r.name, "totalItems", count, "duration", r.clock.Since(start))
 				return true, nil
 			}
-			warn.observe(r.clock.Now())
+			if untilSynced {
+				warn.observe(r.clock.Now())
+			}
 		}
 	}
 }

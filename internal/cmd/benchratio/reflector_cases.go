@@ -219,6 +219,61 @@ func reflectorPeakSyncHeap(run reflectorBenchRun) float64 {
 	return float64(peak - base)
 }
 
+// reflectorEventsLW serves an empty list, then one watch that delivers the
+// prepared events and stays open.
+type reflectorEventsLW struct{ w *watch.FakeWatcher }
+
+func (lw *reflectorEventsLW) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (lw *reflectorEventsLW) List(metav1.ListOptions) (kruntime.Object, error) {
+	return &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+}
+
+func (lw *reflectorEventsLW) Watch(metav1.ListOptions) (watch.Interface, error) { return lw.w, nil }
+
+// reflectorCountingStore signals once it has seen n updates.
+type reflectorCountingStore struct {
+	reflectorBenchStore
+	n, seen int
+	done    chan struct{}
+}
+
+func (s *reflectorCountingStore) Replace([]interface{}, string) error { return nil }
+
+func (s *reflectorCountingStore) Update(interface{}) error {
+	if s.seen++; s.seen == s.n {
+		close(s.done)
+	}
+	return nil
+}
+
+// reflectorEventsCase times 100k watch events applied to a store.
+func reflectorEventsCase(newLAW func(clientcache.ListerWatcher, clientcache.ReflectorStore) func(context.Context) error) func(b *testing.B) {
+	return func(b *testing.B) {
+		pods := reflectorBenchPods()
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			w := watch.NewFakeWithChanSize(len(pods), false)
+			for _, p := range pods {
+				w.Modify(p)
+			}
+			store := &reflectorCountingStore{n: len(pods), done: make(chan struct{})}
+			law := newLAW(&reflectorEventsLW{w: w}, store)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			b.StartTimer()
+			go func() {
+				defer close(done)
+				_ = law(ctx)
+			}()
+			<-store.done
+			cancel()
+			<-done
+		}
+	}
+}
+
 func init() {
 	register(
 		benchCase{Name: "Reflector/InitialList100k", Ours: reflectorListCase(oursReflectorRun), Theirs: reflectorListCase(theirsReflectorRun)},
@@ -231,6 +286,14 @@ func init() {
 			Theirs: reflectorIndexerCase(func() clientcache.Indexer {
 				return clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
 			}, func(lw clientcache.ListerWatcher, s clientcache.Indexer) func(context.Context) error {
+				return clientcache.NewReflector(lw, &v1.Pod{}, s, 0).ListAndWatchWithContext
+			}),
+		},
+		benchCase{Name: "Reflector/WatchEvents100k",
+			Ours: reflectorEventsCase(func(lw clientcache.ListerWatcher, s clientcache.ReflectorStore) func(context.Context) error {
+				return cache.NewReflector(lw, &v1.Pod{}, s, 0).ListAndWatchWithContext
+			}),
+			Theirs: reflectorEventsCase(func(lw clientcache.ListerWatcher, s clientcache.ReflectorStore) func(context.Context) error {
 				return clientcache.NewReflector(lw, &v1.Pod{}, s, 0).ListAndWatchWithContext
 			}),
 		},
