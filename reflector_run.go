@@ -134,8 +134,18 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 }
 
 func (run *reflectorRun) replace(act reflectorfsm.Action) reflectorfsm.Input {
+	in := run.replaceWith(act.ResourceVersion)
+	if in.Err == nil {
+		run.logger.V(2).Info("Caches populated", "type", run.r.typeDescription, "reflector", run.r.name)
+	}
+	return in
+}
+
+// replaceWith replaces the store's content with what the last LIST or
+// watch-list brought.
+func (run *reflectorRun) replaceWith(rv string) reflectorfsm.Replaced {
 	if run.streamed != nil {
-		return run.replaceStreamed(act.ResourceVersion)
+		return run.replaceStreamed(rv)
 	}
 	list := run.listed
 	run.listed = nil
@@ -143,7 +153,7 @@ func (run *reflectorRun) replace(act reflectorfsm.Action) reflectorfsm.Input {
 	if err != nil {
 		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to understand list result %#v (%v)", list, err)}
 	}
-	if err := run.r.store.Replace(items, act.ResourceVersion); err != nil {
+	if err := run.r.store.Replace(items, rv); err != nil {
 		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to sync list result: %v", err)}
 	}
 	return reflectorfsm.Replaced{}

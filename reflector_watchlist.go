@@ -59,7 +59,7 @@ func (run *reflectorRun) transformer() TransformFunc {
 // replaceStreamed hands the collected initial state to the store in one
 // Replace. If that fails the stream is closed and the machine falls back to
 // a LIST.
-func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Input {
+func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Replaced {
 	buf := run.streamed
 	run.streamed = nil
 	items := buf.finish()
