@@ -321,7 +321,7 @@ func TestI20_TypedInformerEndToEnd(t *testing.T) {
 	defer source.Shutdown()
 	source.Add(newTestPod("ns", "a", ""))
 
-	informer := NewTypedSharedIndexInformer[*v1.Pod](clientcache.NewSharedIndexInformer(source, &v1.Pod{}, 0, Indexers{}))
+	informer := NewTypedSharedIndexInformer[*v1.Pod](NewSharedIndexInformer(source, &v1.Pod{}, 0, Indexers{}))
 	rec := &typedTestRecorder{ch: make(chan typedTestEvent, 10)}
 	_, err := informer.AddTypedEventHandler(rec)
 	require.NoError(t, err)
