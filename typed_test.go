@@ -365,6 +365,20 @@ func TestI20_TypedInformerEndToEnd(t *testing.T) {
 	assert.Equal(t, "delete", e.kind)
 	assert.Nil(t, e.deleted.FinalStateUnknown)
 	assert.Equal(t, "ns/a", e.deleted.GetKey())
+
+	// A deletion the watch never reports is found by the relist that follows
+	// the expired watch, and arrives as a tombstone holding the last copy.
+	source.Add(newTestPod("ns", "b", ""))
+	e = next()
+	require.Equal(t, "add", e.kind)
+	lastSeen := e.obj
+	source.DeleteDropWatch(lastSeen.DeepCopy())
+	source.ResetWatch()
+	e = next()
+	assert.Equal(t, "delete", e.kind)
+	require.NotNil(t, e.deleted.FinalStateUnknown)
+	assert.Equal(t, "ns/b", e.deleted.GetKey())
+	assert.Same(t, lastSeen, e.deleted.OptionalObj)
 }
 
 func TestI20_DeletedObjectNamesAndKeys(t *testing.T) {
