@@ -63,7 +63,7 @@ func newIndexerSet(indexers Indexers) *indexerSet {
 // the latter in name order.
 func (set *indexerSet) with(more Indexers) *indexerSet {
 	next := &indexerSet{
-		funcs: make(Indexers, len(set.funcs)+len(more)),
+		funcs:       make(Indexers, len(set.funcs)+len(more)),
 		names:       append([]string(nil), set.names...),
 		fns:         append([]IndexFunc(nil), set.fns...),
 		pos:         make(map[string]int, len(set.funcs)+len(more)),
