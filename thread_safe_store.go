@@ -117,7 +117,7 @@ func indexEntryError(key, index string, err error) error {
 }
 
 func indexMissingError(name string) error {
-	return fmt.Errorf("Index with name %s does not exist", name) //nolint:staticcheck // client-go's exact message
+	return fmt.Errorf("Index with name %s does not exist", name)
 }
 
 // ThreadSafeStoreOption configures a store built by NewThreadSafeStore.
