@@ -236,3 +236,11 @@ var (
 	// ErrZeroLengthDeltasObject is returned when a key is asked of an empty Deltas.
 	ErrZeroLengthDeltasObject = clientcache.ErrZeroLengthDeltasObject
 )
+
+// reflectorDescriptor builds, once per Reflector, the client-go Reflector
+// value that watch error handlers receive (their parameter type is
+// client-go's). It is never run; it only answers Name and TypeDescription
+// with the values of the Reflector it stands for.
+func reflectorDescriptor(name, typeDescription string) *clientcache.Reflector {
+	return clientcache.NewReflectorWithOptions(nil, nil, nil, clientcache.ReflectorOptions{Name: name, TypeDescription: typeDescription})
+}

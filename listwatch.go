@@ -1,0 +1,172 @@
+package cache
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/watchlist"
+)
+
+// ListWatch is a ListerWatcher built from functions. Each method prefers the
+// function of its own flavour (with or without a context) and falls back to
+// the other one.
+type ListWatch struct {
+	// ListFunc lists without a context.
+	ListFunc ListFunc
+	// WatchFunc watches without a context.
+	WatchFunc WatchFunc
+	// ListWithContextFunc lists with a context.
+	ListWithContextFunc ListWithContextFunc
+	// WatchFuncWithContext watches with a context.
+	WatchFuncWithContext WatchFuncWithContext
+	// DisableChunking is accepted for compatibility; reflectors page their
+	// lists regardless, as client-go's do.
+	DisableChunking bool
+}
+
+var (
+	_ ListerWatcher            = &ListWatch{}
+	_ ListerWatcherWithContext = &ListWatch{}
+)
+
+// List lists with ListFunc, or ListWithContextFunc and a background context.
+func (lw *ListWatch) List(options metav1.ListOptions) (runtime.Object, error) {
+	if lw.ListFunc != nil {
+		return lw.ListFunc(options)
+	}
+	return lw.ListWithContextFunc(context.Background(), options)
+}
+
+// ListWithContext lists with ListWithContextFunc, or ListFunc.
+func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	if lw.ListWithContextFunc != nil {
+		return lw.ListWithContextFunc(ctx, options)
+	}
+	return lw.ListFunc(options)
+}
+
+// Watch watches with WatchFunc, or WatchFuncWithContext and a background
+// context.
+func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
+	if lw.WatchFunc != nil {
+		return lw.WatchFunc(options)
+	}
+	return lw.WatchFuncWithContext(context.Background(), options)
+}
+
+// WatchWithContext watches with WatchFuncWithContext, or WatchFunc.
+func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	if lw.WatchFuncWithContext != nil {
+		return lw.WatchFuncWithContext(ctx, options)
+	}
+	return lw.WatchFunc(options)
+}
+
+// NewListWatchFromClient returns a ListWatch for resource in namespace
+// (all namespaces if empty) restricted by fieldSelector.
+func NewListWatchFromClient(c Getter, resource string, namespace string, fieldSelector fields.Selector) *ListWatch {
+	return NewFilteredListWatchFromClient(c, resource, namespace, func(options *metav1.ListOptions) {
+		options.FieldSelector = fieldSelector.String()
+	})
+}
+
+// NewFilteredListWatchFromClient returns a ListWatch for resource in
+// namespace whose requests pass through optionsModifier first. All four
+// function fields are set; the context-free ones use context.Background().
+func NewFilteredListWatchFromClient(c Getter, resource string, namespace string, optionsModifier func(options *metav1.ListOptions)) *ListWatch {
+	list := func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+		optionsModifier(&options)
+		return c.Get().Namespace(namespace).Resource(resource).
+			VersionedParams(&options, metav1.ParameterCodec).
+			Do(ctx).Get()
+	}
+	watchFn := func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+		options.Watch = true
+		optionsModifier(&options)
+		return c.Get().Namespace(namespace).Resource(resource).
+			VersionedParams(&options, metav1.ParameterCodec).
+			Watch(ctx)
+	}
+	return &ListWatch{
+		ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
+			return list(context.Background(), options)
+		},
+		WatchFunc: func(options metav1.ListOptions) (watch.Interface, error) {
+			return watchFn(context.Background(), options)
+		},
+		ListWithContextFunc:  list,
+		WatchFuncWithContext: watchFn,
+	}
+}
+
+// ToListerWithContext returns l itself if it already takes a context, else
+// an adapter that ignores the context.
+func ToListerWithContext(l Lister) ListerWithContext {
+	if lc, ok := l.(ListerWithContext); ok {
+		return lc
+	}
+	return listerIgnoringContext{l}
+}
+
+type listerIgnoringContext struct{ Lister }
+
+func (l listerIgnoringContext) ListWithContext(_ context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	return l.List(options)
+}
+
+// ToWatcherWithContext returns w itself if it already takes a context, else
+// an adapter that ignores the context.
+func ToWatcherWithContext(w Watcher) WatcherWithContext {
+	if wc, ok := w.(WatcherWithContext); ok {
+		return wc
+	}
+	return watcherIgnoringContext{w}
+}
+
+type watcherIgnoringContext struct{ Watcher }
+
+func (w watcherIgnoringContext) WatchWithContext(_ context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	return w.Watch(options)
+}
+
+// ToListerWatcherWithContext returns lw itself if it already takes a
+// context, else an adapter that ignores the context.
+func ToListerWatcherWithContext(lw ListerWatcher) ListerWatcherWithContext {
+	if lwc, ok := lw.(ListerWatcherWithContext); ok {
+		return lwc
+	}
+	return listerWatcherIgnoringContext{
+		ListerWithContext:  ToListerWithContext(lw),
+		WatcherWithContext: ToWatcherWithContext(lw),
+	}
+}
+
+type listerWatcherIgnoringContext struct {
+	ListerWithContext
+	WatcherWithContext
+}
+
+// ToListWatcherWithWatchListSemantics wraps lw so that it reports whether
+// client supports watch-list streaming: a client that says it does not
+// (IsWatchListSemanticsUnSupported returning true, as client-go's fake
+// clientsets do) makes reflectors skip streaming and LIST instead.
+func ToListWatcherWithWatchListSemantics(lw *ListWatch, client any) ListerWatcher {
+	return &listWatchWithWatchListSemantics{
+		ListWatch:   lw,
+		unsupported: watchlist.DoesClientNotSupportWatchListSemantics(client),
+	}
+}
+
+type listWatchWithWatchListSemantics struct {
+	*ListWatch
+	unsupported bool
+}
+
+// IsWatchListSemanticsUnSupported reports whether the client this ListWatch
+// was built for cannot stream with watch-list.
+func (lw *listWatchWithWatchListSemantics) IsWatchListSemanticsUnSupported() bool {
+	return lw.unsupported
+}

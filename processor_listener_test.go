@@ -1,0 +1,490 @@
+package cache
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// listenerTestRecorder records handler calls (by key and resource version)
+// and can be made to block or panic.
+type listenerTestRecorder struct {
+	mu      sync.Mutex
+	calls   []string
+	gate    chan struct{} // if non-nil, every call waits for a receive
+	panicOn string
+}
+
+func (r *listenerTestRecorder) record(s string) {
+	if r.gate != nil {
+		<-r.gate
+	}
+	r.mu.Lock()
+	r.calls = append(r.calls, s)
+	r.mu.Unlock()
+	if r.panicOn != "" && s == r.panicOn {
+		panic("handler bug on " + s)
+	}
+}
+
+func (r *listenerTestRecorder) OnAdd(obj interface{}, initial bool) {
+	r.record(fmt.Sprintf("add %s %v", listenerTestDescribe(obj), initial))
+}
+func (r *listenerTestRecorder) OnUpdate(o, n interface{}) {
+	r.record(fmt.Sprintf("update %s->%s", listenerTestDescribe(o), listenerTestDescribe(n)))
+}
+func (r *listenerTestRecorder) OnDelete(obj interface{}) {
+	r.record("delete " + listenerTestDescribe(obj))
+}
+
+func (r *listenerTestRecorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+// listenerTestDescribe prints key@rv, or tombstone(key@rv) for a tombstone.
+func listenerTestDescribe(obj interface{}) string {
+	if t, ok := obj.(DeletedFinalStateUnknown); ok {
+		if t.Obj == nil {
+			return "tombstone(" + t.Key + ")"
+		}
+		return "tombstone(" + listenerTestDescribe(t.Obj) + ")"
+	}
+	m, err := accessor(obj)
+	if err != nil {
+		return fmt.Sprint(obj)
+	}
+	return m.GetNamespace() + "/" + m.GetName() + "@" + m.GetResourceVersion()
+}
+
+// listenerTestProcessor builds a processor over a store that the test
+// writes to through write, which mirrors the informer: store write and
+// distribution under one lock.
+type listenerTestProcessor struct {
+	*sharedProcessor
+	store Store
+	lock  *sync.Mutex
+}
+
+func newListenerTestProcessor(limit int) *listenerTestProcessor {
+	store := clientcache.NewStore(DeletionHandlingMetaNamespaceKeyFunc)
+	lock := &sync.Mutex{}
+	p := newSharedProcessor(&listenerConfig{
+		view:          &cacheView{distribution: lock, store: store, keyFunc: DeletionHandlingMetaNamespaceKeyFunc},
+		backlogLimit:  limit,
+		slowThreshold: defaultSlowHandlerThreshold,
+	})
+	return &listenerTestProcessor{sharedProcessor: p, store: store, lock: lock}
+}
+
+func (p *listenerTestProcessor) listen(h ResourceEventHandler) *processorListener {
+	l := newProcessorListener(klog.Background(), h, 0, 0, p.cfg.clock.Now(), p.cfg, "test")
+	p.addListener(l, nil)
+	return l
+}
+
+// upsert writes obj to the store and distributes the matching notification.
+func (p *listenerTestProcessor) upsert(obj interface{}) {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	old, exists, _ := p.store.Get(obj)
+	_ = p.store.Add(obj)
+	if exists {
+		p.distribute(notification{kind: updateNotification, oldObj: old, newObj: obj}, false)
+	} else {
+		p.distribute(notification{kind: addNotification, newObj: obj}, false)
+	}
+}
+
+func (p *listenerTestProcessor) remove(obj interface{}) {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	_ = p.store.Delete(obj)
+	p.distribute(notification{kind: deleteNotification, oldObj: obj}, false)
+}
+
+func (p *listenerTestProcessor) start() (stop func()) {
+	ch := make(chan struct{})
+	done := make(chan struct{})
+	go func() { p.run(ch); close(done) }()
+	return func() { close(ch); <-done }
+}
+
+func TestP2_PerHandlerOrderAndSlowHandlerIsolation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		slow := &listenerTestRecorder{gate: make(chan struct{})}
+		fast := &listenerTestRecorder{}
+		p.listen(slow)
+		p.listen(fast)
+		stop := p.start()
+		var want []string
+		for i := 1; i <= 300; i++ {
+			p.upsert(newTestPod("ns", "a", fmt.Sprint(i)))
+			if i == 1 {
+				want = append(want, "add ns/a@1 false")
+			} else {
+				want = append(want, fmt.Sprintf("update ns/a@%d->ns/a@%d", i-1, i))
+			}
+		}
+		synctest.Wait()
+		assert.Equal(t, want, fast.got(), "fast handler got everything while the slow one is stuck")
+		assert.Empty(t, slow.got())
+		for range want {
+			slow.gate <- struct{}{}
+		}
+		synctest.Wait()
+		assert.Equal(t, want, slow.got(), "slow handler gets the same sequence in order")
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestP1_OneGoroutinePerListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		before := runtime.NumGoroutine()
+		for i := 0; i < 5; i++ {
+			p.listen(&listenerTestRecorder{})
+		}
+		stop := p.start()
+		synctest.Wait()
+		assert.Equal(t, before+1+5, runtime.NumGoroutine(), "the processor's run goroutine plus one per listener")
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestP3_DistributeBeforeStartIsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		p.distribute(notification{kind: addNotification, newObj: newTestPod("ns", "x", "1")}, false) // no listeners: dropped
+		r := &listenerTestRecorder{}
+		p.listen(r)
+		p.upsert(newTestPod("ns", "a", "1"))
+		synctest.Wait()
+		assert.Empty(t, r.got(), "not delivered before the processor runs")
+		stop := p.start()
+		synctest.Wait()
+		assert.Equal(t, []string{"add ns/a@1 false"}, r.got())
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestP4_HandlerPanicLoggedAndDeliveryContinues(t *testing.T) {
+	defer func(old bool) { utilruntime.ReallyCrash = old }(utilruntime.ReallyCrash)
+	utilruntime.ReallyCrash = false
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		r := &listenerTestRecorder{panicOn: "add ns/a@1 true"}
+		l := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "test")
+		p.addListener(l, []interface{}{newTestPod("ns", "a", "1"), newTestPod("ns", "b", "1")})
+		stop := p.start()
+		p.markSynced()
+		p.upsert(newTestPod("ns", "c", "1"))
+		synctest.Wait()
+		assert.Equal(t, []string{"add ns/a@1 true", "add ns/b@1 true", "add ns/c@1 false"}, r.got(), "no pause after a panic")
+		assert.True(t, l.HasSynced(), "a panicking initial add still counts as delivered")
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestP5_StopDiscardsPendingAndWaitsForInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		r := &listenerTestRecorder{gate: make(chan struct{})}
+		l := p.listen(r)
+		stop := p.start()
+		for i := 1; i <= 5; i++ {
+			p.upsert(newTestPod("ns", fmt.Sprint(i), "1"))
+		}
+		synctest.Wait() // first call in flight
+		stopped := make(chan struct{})
+		go func() { stop(); close(stopped) }()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("stop returned while a handler call was in flight")
+		default:
+		}
+		r.gate <- struct{}{}
+		<-stopped
+		assert.Equal(t, []string{"add ns/1@1 false"}, r.got(), "pending notifications discarded")
+		<-l.ShutdownChan()
+		p.upsert(newTestPod("ns", "late", "1"))
+		assert.False(t, p.addListener(newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "test"), nil), "stopped processor never starts listeners")
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestI17_ResyncMarksFollowPeriodsAndClock(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	p := newSharedProcessor(&listenerConfig{clock: clk})
+	mk := func(period time.Duration) *processorListener {
+		l := newProcessorListener(klog.Background(), &listenerTestRecorder{}, period, period, clk.Now(), p.cfg, "test")
+		p.addListener(l, nil)
+		return l
+	}
+	none, ten, thirty := mk(0), mk(10*time.Second), mk(30*time.Second)
+	assert.True(t, none.syncing && ten.syncing && thirty.syncing, "listeners start syncing")
+	assert.False(t, p.shouldResync())
+	assert.False(t, none.syncing || ten.syncing || thirty.syncing)
+	clk.Step(10 * time.Second)
+	assert.True(t, p.shouldResync(), "due exactly at creation + period")
+	assert.Equal(t, []bool{false, true, false}, []bool{none.syncing, ten.syncing, thirty.syncing})
+	clk.Step(10 * time.Second)
+	p.shouldResync()
+	assert.Equal(t, []bool{false, true, false}, []bool{none.syncing, ten.syncing, thirty.syncing})
+	clk.Step(10 * time.Second)
+	p.shouldResync()
+	assert.Equal(t, []bool{false, true, true}, []bool{none.syncing, ten.syncing, thirty.syncing})
+}
+
+func TestI16_SyncNotificationsOnlyReachSyncingListeners(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newSharedProcessor(&listenerConfig{})
+		mk := func(period time.Duration) *listenerTestRecorder {
+			r := &listenerTestRecorder{}
+			p.addListener(newProcessorListener(klog.Background(), r, period, period, time.Now(), p.cfg, "test"), nil)
+			return r
+		}
+		resyncing, quiet := mk(time.Second), mk(0)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { p.run(stop); close(done) }()
+		pod := newTestPod("ns", "a", "1")
+		p.distribute(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
+		time.Sleep(time.Second)
+		p.shouldResync()
+		p.distribute(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
+		p.distribute(notification{kind: deleteNotification, oldObj: pod}, false)
+		synctest.Wait()
+		assert.Equal(t, []string{"update ns/a@1->ns/a@1", "update ns/a@1->ns/a@1", "delete ns/a@1"}, resyncing.got())
+		assert.Equal(t, []string{"update ns/a@1->ns/a@1", "delete ns/a@1"}, quiet.got(), "initially syncing, later only non-sync")
+		close(stop)
+		<-done
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestI8_EffectiveResyncPeriod(t *testing.T) {
+	lg := klog.Background()
+	assert.Equal(t, time.Duration(0), effectiveResyncPeriod(lg, 0, time.Minute))
+	assert.Equal(t, time.Duration(0), effectiveResyncPeriod(lg, time.Minute, 0), "an informer without resync never resyncs")
+	assert.Equal(t, time.Minute, effectiveResyncPeriod(lg, time.Second, time.Minute))
+	assert.Equal(t, time.Hour, effectiveResyncPeriod(lg, time.Hour, time.Minute))
+}
+
+func TestI10_ListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		r := &listenerTestRecorder{gate: make(chan struct{})}
+		l := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "SharedIndexInformer *v1.Pod")
+		assert.Equal(t, "SharedIndexInformer *v1.Pod + event handler "+eventHandlerName(r), l.HasSyncedChecker().Name())
+		p.addListener(l, []interface{}{newTestPod("ns", "a", "1")})
+		stop := p.start()
+		r.gate <- struct{}{}
+		synctest.Wait()
+		assert.False(t, l.HasSynced(), "upstream not synced yet")
+		p.markSynced()
+		assert.True(t, l.HasSynced())
+
+		late := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "x")
+		p.addListener(late, []interface{}{newTestPod("ns", "a", "1")})
+		assert.False(t, late.HasSynced(), "initial add of a late listener still pending")
+		r.gate <- struct{}{}
+		<-late.HasSyncedChecker().Done()
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+// listenerTestMetrics captures handler lag metrics.
+type listenerTestMetrics struct {
+	pending, age atomic.Value
+	collapses    atomic.Int32
+}
+
+type listenerTestGauge struct{ v *atomic.Value }
+
+func (g listenerTestGauge) Set(f float64) { g.v.Store(f) }
+func (g listenerTestGauge) Inc()          {}
+func (g listenerTestGauge) Dec()          {}
+
+type listenerTestCounter struct{ n *atomic.Int32 }
+
+func (c listenerTestCounter) Inc() { c.n.Add(1) }
+
+func (m *listenerTestMetrics) NewPendingNotificationsMetric(InformerNameAndResource, string) GaugeMetric {
+	return listenerTestGauge{&m.pending}
+}
+func (m *listenerTestMetrics) NewOldestPendingAgeMetric(InformerNameAndResource, string) GaugeMetric {
+	return listenerTestGauge{&m.age}
+}
+func (m *listenerTestMetrics) NewBacklogCollapsesMetric(InformerNameAndResource, string) CounterMetric {
+	return listenerTestCounter{&m.collapses}
+}
+
+func TestHandlerLagMetricsAndSlowHandlerWarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &listenerTestMetrics{}
+		p := newListenerTestProcessor(0)
+		p.cfg.metrics = m
+		r := &listenerTestRecorder{gate: make(chan struct{})}
+		p.listen(r)
+		stop := p.start()
+		p.upsert(newTestPod("ns", "a", "1"))
+		synctest.Wait() // first call in flight, nothing pending
+		p.upsert(newTestPod("ns", "a", "2"))
+		time.Sleep(15 * time.Second)
+		p.upsert(newTestPod("ns", "a", "3"))
+		assert.Equal(t, 2.0, m.pending.Load())
+		assert.Equal(t, 15.0, m.age.Load(), "age of the oldest pending notification")
+		for range 3 {
+			r.gate <- struct{}{}
+		}
+		synctest.Wait()
+		assert.Equal(t, 0.0, m.pending.Load())
+		assert.Equal(t, 0.0, m.age.Load())
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestBacklogBoundCollapsesIntoResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &listenerTestMetrics{}
+		p := newListenerTestProcessor(0)
+		p.cfg.metrics = m
+		r := &listenerTestRecorder{gate: make(chan struct{})}
+		p.listen(r)
+		// The handler already saw a@1, b@1, c@1, gone@1 and back@1; then its
+		// backlog gets bounded to 4.
+		for _, name := range []string{"a", "b", "c", "gone", "back"} {
+			p.upsert(newTestPod("ns", name, "1"))
+		}
+		stop := p.start()
+		for range 5 {
+			r.gate <- struct{}{}
+		}
+		synctest.Wait()
+		p.cfg.backlogLimit = 4
+		p.upsert(newTestPod("ns", "a", "2")) // in flight, blocked in the handler
+		synctest.Wait()
+		p.upsert(newTestPod("ns", "a", "3"))
+		p.upsert(newTestPod("ns", "b", "2"))
+		p.remove(newTestPod("ns", "gone", "1"))
+		p.upsert(newTestPod("ns", "new", "1"))
+		p.upsert(newTestPod("ns", "a", "4")) // 5th pending: collapse
+		p.upsert(newTestPod("ns", "brief", "1"))
+		p.remove(newTestPod("ns", "brief", "1"))
+		p.upsert(newTestPod("ns", "b", "3"))
+		p.upsert(newTestPod("ns", "c", "2"))
+		p.remove(newTestPod("ns", "c", "2"))
+		p.remove(newTestPod("ns", "back", "1"))
+		p.upsert(newTestPod("ns", "back", "2"))
+		assert.Equal(t, int32(1), m.collapses.Load())
+		assert.Equal(t, 7.0, m.pending.Load(), "pending counts collapsed keys")
+		for range 8 {
+			r.gate <- struct{}{}
+		}
+		synctest.Wait()
+		assert.Equal(t, []string{
+			"add ns/a@1 false", "add ns/b@1 false", "add ns/c@1 false", "add ns/gone@1 false", "add ns/back@1 false",
+			"update ns/a@1->ns/a@2",
+			// The resync, sorted by key; brief came and went: nothing.
+			"update ns/a@2->ns/a@4",
+			"update ns/b@1->ns/b@3",
+			"delete ns/back@1", "add ns/back@2 false", // the dropped delete is kept, then the new object
+			"delete tombstone(ns/c@1)", // updated then deleted: last seen state in a tombstone
+			"delete ns/gone@1",
+			"add ns/new@1 false",
+		}, r.got())
+		// After the resync the listener queues normally again.
+		p.upsert(newTestPod("ns", "a", "5"))
+		r.gate <- struct{}{}
+		synctest.Wait()
+		assert.Equal(t, "update ns/a@4->ns/a@5", r.got()[len(r.got())-1])
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestBacklogBoundKeepsInitialListSyncAccounting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(2)
+		var initial []interface{}
+		for i := 0; i < 5; i++ {
+			pod := newTestPod("ns", fmt.Sprint(i), "1")
+			require.NoError(t, p.store.Add(pod))
+			initial = append(initial, pod)
+		}
+		r := &listenerTestRecorder{}
+		l := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "test")
+		p.addListener(l, initial)
+		p.markSynced()
+		assert.False(t, l.HasSynced())
+		stop := p.start()
+		synctest.Wait()
+		assert.Equal(t, []string{"add ns/0@1 true", "add ns/1@1 true", "add ns/2@1 true", "add ns/3@1 true", "add ns/4@1 true"}, r.got())
+		assert.True(t, l.HasSynced())
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+func TestNotificationRingGrowsAndShrinks(t *testing.T) {
+	var r notificationRing
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 5000; i++ {
+			r.push(notification{newObj: i})
+		}
+		for i := 0; i < 5000; i++ {
+			n, ok := r.pop()
+			require.True(t, ok)
+			require.Equal(t, i, n.newObj)
+		}
+		_, ok := r.pop()
+		assert.False(t, ok)
+		assert.Nil(t, r.buf, "large emptied ring is released")
+	}
+	for i := 0; i < 40; i++ { // wrap around without growing past 64
+		r.push(notification{newObj: i})
+		if i%2 == 1 {
+			r.pop()
+		}
+	}
+	assert.Equal(t, 20, r.len())
+	assert.Equal(t, 32, len(r.buf))
+}
+
+func TestRemoveListenerErrorsAndIdempotence(t *testing.T) {
+	p := newListenerTestProcessor(0)
+	l := p.listen(&listenerTestRecorder{})
+	require.NoError(t, p.removeListener(l))
+	<-l.ShutdownChan()
+	require.NoError(t, p.removeListener(l), "second removal is a no-op")
+	err := p.removeListener(clientcacheForeignHandle{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invalid key type")
+}
+
+type clientcacheForeignHandle struct{}
+
+func (clientcacheForeignHandle) HasSynced() bool               { return false }
+func (clientcacheForeignHandle) HasSyncedChecker() DoneChecker { return nil }

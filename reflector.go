@@ -1,0 +1,374 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientfeatures "k8s.io/client-go/features"
+	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/reflectorfsm"
+)
+
+const unspecifiedTypeDescription = "<unspecified>"
+
+// Defaults shared with client-go: watches time out after a random 5–10
+// minutes, and failures back off from 800ms, doubling up to 30s, forgetting
+// the history after two quiet minutes.
+const (
+	defaultMinWatchTimeout = 5 * time.Minute
+	defaultBackoffInit     = 800 * time.Millisecond
+	defaultBackoffMax      = 30 * time.Second
+	defaultBackoffReset    = 2 * time.Minute
+	defaultBackoffFactor   = 2.0
+	defaultBackoffJitter   = 1.0
+)
+
+// Reflector keeps a store in step with a resource on the API server: it
+// lists (or streams, with watch-list) the current state into the store, then
+// applies watch events, relisting whenever the watch cannot be resumed.
+//
+// Its decisions live in internal/reflectorfsm; this type performs them.
+type Reflector struct {
+	name            string
+	typeDescription string
+	expectedType    reflect.Type
+	expectedGVK     *schema.GroupVersionKind
+	store           ReflectorStore
+	listerWatcher   ListerWatcherWithContext
+	resyncPeriod    time.Duration
+	clock           clock.Clock
+	// runClock times the pause between ListAndWatch attempts in Run. Like
+	// client-go it is the real clock whatever Clock the options gave.
+	runClock          clock.Clock
+	delay             wait.DelayFunc
+	logger            klog.Logger
+	watchErrorHandler WatchErrorHandlerWithContext
+	// descriptor is what watch error handlers receive: client-go's
+	// Reflector type, carrying this reflector's name and type description.
+	descriptor   *clientcache.Reflector
+	useWatchList bool
+
+	mu      sync.RWMutex
+	machine *reflectorfsm.Machine
+
+	// WatchListPageSize is the page size of LIST requests. Zero means 500
+	// for consistent (RV "") and any-age (RV "0") lists and unpaginated
+	// otherwise, so that those lists can be served from the watch cache.
+	WatchListPageSize int64
+	// ShouldResync is asked on every resync tick whether to call the
+	// store's Resync; nil means always.
+	ShouldResync func() bool
+	// MaxInternalErrorRetryDuration is how long a watch ending in an
+	// internal server error is simply reopened instead of relisting.
+	MaxInternalErrorRetryDuration time.Duration
+}
+
+// VeryShortWatchError reports a watch that closed within a second without
+// delivering a single event, which usually means the server refused it.
+type VeryShortWatchError struct {
+	// Name is the reflector's name.
+	Name string
+}
+
+// Error implements error.
+func (e *VeryShortWatchError) Error() string {
+	return fmt.Sprintf("very short watch: %s: Unexpected watch close - watch lasted less than a second and no items received", e.Name)
+}
+
+// Name returns the reflector's name.
+func (r *Reflector) Name() string { return r.name }
+
+// TypeDescription returns the human-readable name of the reflected type.
+func (r *Reflector) TypeDescription() string { return r.typeDescription }
+
+// LastSyncResourceVersion returns the resource version the store was last
+// brought to. It may run ahead of what the store's consumers have seen.
+func (r *Reflector) LastSyncResourceVersion() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.machine.LastSyncResourceVersion()
+}
+
+// DefaultWatchErrorHandler logs a list or watch failure at a level that fits
+// it: expirations are routine, a plain EOF is a normal close, anything else
+// is reported through HandleError.
+func DefaultWatchErrorHandler(ctx context.Context, r *clientcache.Reflector, err error) {
+	logger := klog.FromContext(ctx)
+	switch {
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		logger.V(4).Info("Watch closed", "reflector", r.Name(), "type", r.TypeDescription(), "err", err)
+	case err == io.EOF:
+	case err == io.ErrUnexpectedEOF:
+		logger.V(1).Info("Watch closed with unexpected EOF", "reflector", r.Name(), "type", r.TypeDescription(), "err", err)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, err, "Failed to watch", "reflector", r.Name(), "type", r.TypeDescription())
+	}
+}
+
+// NewNamespaceKeyedIndexerAndReflector returns an Indexer keyed by
+// namespace/name with a namespace index, and a Reflector that fills it.
+func NewNamespaceKeyedIndexerAndReflector(lw ListerWatcher, expectedType interface{}, resyncPeriod time.Duration) (indexer Indexer, reflector *Reflector) {
+	indexer = NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	return indexer, NewReflector(lw, expectedType, indexer, resyncPeriod)
+}
+
+// NewReflector returns a Reflector named after the calling source line.
+func NewReflector(lw ListerWatcher, expectedType interface{}, store ReflectorStore, resyncPeriod time.Duration) *Reflector {
+	return NewReflectorWithOptions(lw, expectedType, store, ReflectorOptions{ResyncPeriod: resyncPeriod})
+}
+
+// NewNamedReflector returns a Reflector with the given name.
+func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, store ReflectorStore, resyncPeriod time.Duration) *Reflector {
+	return NewReflectorWithOptions(lw, expectedType, store, ReflectorOptions{Name: name, ResyncPeriod: resyncPeriod})
+}
+
+// NewReflectorWithOptions returns a Reflector that keeps store in step with
+// the resource lw serves. Only objects of expectedType's Go type (and, for
+// an Unstructured with apiVersion and kind, that GVK) are stored; nil
+// accepts anything. Whether watch-list streaming is tried first is decided
+// here, from the WatchListClient feature gate and lw's opt-out.
+func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
+	c := options.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	minTimeout := defaultMinWatchTimeout
+	if options.MinWatchTimeout > minTimeout {
+		minTimeout = options.MinWatchTimeout
+	}
+	r := &Reflector{
+		name:              options.Name,
+		typeDescription:   options.TypeDescription,
+		expectedType:      reflect.TypeOf(expectedType),
+		expectedGVK:       expectedGVKOf(expectedType),
+		store:             store,
+		listerWatcher:     ToListerWatcherWithContext(lw),
+		resyncPeriod:      options.ResyncPeriod,
+		clock:             c,
+		runClock:          clock.RealClock{},
+		delay:             reflectorBackoff(options.Backoff).DelayWithReset(c, defaultBackoffReset),
+		watchErrorHandler: DefaultWatchErrorHandler,
+	}
+	if r.name == "" {
+		r.name = reflectorCallSite()
+	}
+	if r.typeDescription == "" {
+		r.typeDescription = typeDescriptionOf(expectedType)
+	}
+	logger := klog.Background()
+	if options.Logger != nil {
+		logger = *options.Logger
+	}
+	r.logger = klog.LoggerWithName(logger, r.name)
+	r.useWatchList = clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient)
+	if r.useWatchList && watchlist.DoesClientNotSupportWatchListSemantics(lw) {
+		r.logger.V(2).Info("The client used to build this reflector does not support WatchList semantics; streaming is disabled. This is expected in unit tests but not in production.",
+			"feature", clientfeatures.WatchListClient)
+		r.useWatchList = false
+	}
+	r.machine = reflectorfsm.New(reflectorfsm.Config{
+		TypeDescription: r.typeDescription,
+		UseWatchList:    r.useWatchList,
+		MinWatchTimeout: minTimeout,
+		MaxWatchTimeout: 2 * minTimeout,
+		Rand:            rand.Float64,
+	})
+	r.descriptor = reflectorDescriptor(r.name, r.typeDescription)
+	return r
+}
+
+// reflectorBackoff returns the custom backoff if one was given, else the
+// default one.
+func reflectorBackoff(custom *wait.Backoff) wait.Backoff {
+	if custom != nil {
+		return *custom
+	}
+	return wait.Backoff{
+		Duration: defaultBackoffInit,
+		Cap:      defaultBackoffMax,
+		Steps:    int(math.Ceil(float64(defaultBackoffMax) / float64(defaultBackoffInit))),
+		Factor:   defaultBackoffFactor,
+		Jitter:   defaultBackoffJitter,
+	}
+}
+
+func typeDescriptionOf(expectedType interface{}) string {
+	if expectedType == nil {
+		return unspecifiedTypeDescription
+	}
+	if gvk := expectedGVKOf(expectedType); gvk != nil {
+		return gvk.String()
+	}
+	return reflect.TypeOf(expectedType).String()
+}
+
+// expectedGVKOf returns the GVK an Unstructured example object pins down,
+// or nil when the example does not pin one.
+func expectedGVKOf(expectedType interface{}) *schema.GroupVersionKind {
+	u, ok := expectedType.(*unstructured.Unstructured)
+	if !ok || u == nil {
+		return nil
+	}
+	gvk := u.GroupVersionKind()
+	if gvk.Empty() {
+		return nil
+	}
+	return &gvk
+}
+
+// reflectorPackage is this package's import path; frames inside it are
+// skipped when naming a reflector after its caller.
+var reflectorPackage = reflect.TypeOf(Reflector{}).PkgPath()
+
+// reflectorCallSite names a reflector after the first caller outside this
+// package, as a short "path/file.go:line".
+func reflectorCallSite() string {
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if !inReflectorPackage(f.Function) && f.File != "" {
+			return fmt.Sprintf("%s:%d", shortSourcePath(f.File), f.Line)
+		}
+		if !more {
+			return "????"
+		}
+	}
+}
+
+func inReflectorPackage(function string) bool {
+	rest, ok := strings.CutPrefix(function, reflectorPackage)
+	return ok && strings.HasPrefix(rest, ".")
+}
+
+// shortSourcePath drops the GOPATH, module cache or vendor prefix of a
+// source path.
+func shortSourcePath(file string) string {
+	for _, marker := range []string{"/vendor/", "/src/", "/pkg/mod/"} {
+		if i := strings.LastIndex(file, marker); i >= 0 {
+			return file[i+len(marker):]
+		}
+	}
+	return file
+}
+
+// setWatchErrorHandler replaces the handler Run reports failures to.
+func (r *Reflector) setWatchErrorHandler(h WatchErrorHandlerWithContext) {
+	r.watchErrorHandler = h
+}
+
+// Run calls ListAndWatch until stopCh is closed, reporting failures to the
+// watch error handler and backing off between attempts.
+func (r *Reflector) Run(stopCh <-chan struct{}) {
+	r.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext calls ListAndWatch until ctx is done, reporting failures
+// to the watch error handler and backing off between attempts.
+func (r *Reflector) RunWithContext(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
+	defer logger.V(3).Info("Stopping reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
+	for {
+		r.runOnce(ctx)
+		t := r.runClock.NewTimer(r.delay())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func (r *Reflector) runOnce(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	if err := r.ListAndWatchWithContext(ctx); err != nil {
+		r.watchErrorHandler(ctx, r.descriptor, err)
+	}
+}
+
+// ListAndWatch brings the store up to date and then follows the watch
+// until it can no longer be resumed. It returns an error only if it never
+// got as far as watching.
+func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
+	return r.ListAndWatchWithContext(wait.ContextForChannel(stopCh))
+}
+
+// ListAndWatchWithContext brings the store up to date and then follows the
+// watch until it can no longer be resumed. It returns an error only if it
+// never got as far as watching, and nil once ctx is done.
+func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
+	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
+	run := newReflectorRun(ctx, r)
+	defer run.close()
+	act := r.step(reflectorfsm.Begin{PageSize: r.WatchListPageSize, MaxInternalErrorRetry: r.MaxInternalErrorRetryDuration})
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if act.Note != nil {
+			run.note(act)
+		}
+		if act.Backoff && !run.backoff() {
+			return nil
+		}
+		var in reflectorfsm.Input
+		switch act.Kind {
+		case reflectorfsm.List:
+			in = run.list(act)
+		case reflectorfsm.WatchList:
+			in = run.watchList(act)
+		case reflectorfsm.Replace:
+			in = run.replace(act)
+		case reflectorfsm.Watch:
+			in = run.watch(act)
+		default:
+			return act.Err
+		}
+		if in == nil {
+			return nil
+		}
+		act = r.step(in)
+	}
+}
+
+func (r *Reflector) step(in reflectorfsm.Input) reflectorfsm.Action {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.machine.Step(in)
+}
+
+// observe records the resource version of an applied watch event and
+// passes it on to a store that tracks versions.
+func (r *Reflector) observe(rv string, pastInitialAdds bool) {
+	r.mu.Lock()
+	recorded := r.machine.ObserveEvent(rv, pastInitialAdds)
+	r.mu.Unlock()
+	if !recorded {
+		return
+	}
+	if u, ok := r.store.(ResourceVersionUpdater); ok {
+		u.UpdateResourceVersion(rv)
+	}
+}

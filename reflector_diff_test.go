@@ -1,0 +1,193 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clientcache "k8s.io/client-go/tools/cache"
+)
+
+var reflectorTestGR = schema.GroupResource{Resource: "pods"}
+
+func reflectorExpired() error { return apierrors.NewResourceExpired("too old resource version") }
+
+func reflectorTooLarge() error {
+	return apierrors.NewTimeoutError("Too large resource version", 1)
+}
+
+func reflectorTooMany() error { return apierrors.NewTooManyRequests("slow down", 1) }
+
+// reflectorScenario is a script both reflectors run.
+type reflectorScenario struct {
+	name  string
+	noWL  bool
+	steps func() []reflectorStep
+}
+
+type reflectorOutcome struct {
+	calls    []reflectorCall
+	contents []string
+	timers   []time.Duration
+	leaked   int
+}
+
+// runReflectorScenario runs ListAndWatch the way Run does (without the
+// pause between attempts) until the script is used up.
+func runReflectorScenario(t *testing.T, sc reflectorScenario, ours bool) reflectorOutcome {
+	t.Helper()
+	clk := newReflectorTestClock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lw := newReflectorScriptLW(t, clk, cancel, sc.steps()...)
+	lw.noWL = sc.noWL
+	store := newReflectorTestStore()
+	var law func(context.Context) error
+	if ours {
+		law = NewReflectorWithOptions(lw, &v1.Pod{}, store, ReflectorOptions{Clock: clk}).ListAndWatchWithContext
+	} else {
+		law = clientcache.NewReflectorWithOptions(lw, &v1.Pod{}, store, clientcache.ReflectorOptions{Clock: clk}).ListAndWatchWithContext
+	}
+	stepped := clk.autoStep(ctx)
+	for attempts := 0; ctx.Err() == nil; attempts++ {
+		require.Less(t, attempts, 100, "reflector does not consume its script")
+		_ = law(ctx)
+	}
+	return reflectorOutcome{calls: lw.recorded(), contents: store.contents(), timers: stepped(), leaked: lw.unstopped()}
+}
+
+func reflectorDiffScenarios() []reflectorScenario {
+	a1, b1 := newTestPod("ns", "a", "1"), newTestPod("ns", "b", "2")
+	return []reflectorScenario{
+		{name: "cold start", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1, b1), nil),
+				watchStep(nil, reflectorEvent(watch.Added, "c", "11"), reflectorEvent(watch.Modified, "a", "12")),
+			}
+		}},
+		{name: "clean watch close", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(nil, reflectorEvent(watch.Added, "b", "11")),
+				watchStep(nil),
+				watchStep(nil, reflectorEvent(watch.Deleted, "a", "13"), reflectorBookmark("14", false)),
+			}
+		}},
+		{name: "410 during watch", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(nil, reflectorEvent(watch.Modified, "a", "11"), reflectorErrorEvent(reflectorExpired())),
+				listStep(reflectorPodList("15", "", b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "410 on a paged list", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "next", a1), nil),
+				listStep(nil, reflectorExpired()),
+				listStep(reflectorPodList("12", "", a1, b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "410 on every list", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(nil, reflectorExpired()),
+				listStep(nil, apierrors.NewGone("gone")),
+				listStep(reflectorPodList("12", "", a1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "too large RV", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(reflectorExpired()),
+				listStep(nil, reflectorTooLarge()),
+				listStep(reflectorPodList("20", "", b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "429 storm", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(nil, reflectorTooMany()),
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(reflectorTooMany()),
+				watchStep(reflectorTooMany()),
+				watchStep(nil, reflectorEvent(watch.Added, "b", "11"), reflectorErrorEvent(reflectorTooMany())),
+				watchStep(reflectorTooMany()),
+				watchStep(nil, reflectorEvent(watch.Modified, "b", "12")),
+			}
+		}},
+		{name: "watch-list success", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorEvent(watch.Added, "b", "2"),
+					reflectorBookmark("20", true), reflectorEvent(watch.Modified, "a", "21")),
+				watchStep(nil, reflectorEvent(watch.Deleted, "b", "22")),
+			}
+		}},
+		{name: "watch-list unsupported", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(apierrors.NewBadRequest("sendInitialEvents is not supported")),
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "watch-list opted out", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "watch-list error mid-stream", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorErrorEvent(reflectorExpired())),
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorErrorEvent(reflectorTooMany())),
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorEvent(watch.Added, "b", "2")),
+				watchStep(nil, reflectorEvent(watch.Added, "b", "2"), reflectorErrorEvent(apierrors.NewInternalError(errors.New("boom")))),
+				listStep(reflectorPodList("30", "", a1, b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "watch-list after relist", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("20", true), reflectorErrorEvent(reflectorExpired())),
+				watchStep(nil, reflectorEvent(watch.Added, "b", "2"), reflectorBookmark("25", true)),
+			}
+		}},
+	}
+}
+
+// TestReflectorDifferential runs client-go's Reflector and ours on the
+// same scripts and requires the same requests and the same final store.
+func TestReflectorDifferential(t *testing.T) {
+	for _, sc := range reflectorDiffScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			theirs := runReflectorScenario(t, sc, false)
+			ours := runReflectorScenario(t, sc, true)
+			assert.Equal(t, callStrings(theirs.calls), callStrings(ours.calls), "requests")
+			assert.Equal(t, theirs.contents, ours.contents, "store contents")
+			for _, c := range ours.calls {
+				if c.Watch {
+					require.NotNil(t, c.Options.TimeoutSeconds)
+					assert.GreaterOrEqual(t, *c.Options.TimeoutSeconds, int64(300))
+					assert.LessOrEqual(t, *c.Options.TimeoutSeconds, int64(600))
+				}
+			}
+			assert.Zero(t, ours.leaked, "watchers left open")
+		})
+	}
+}
+
+func callStrings(calls []reflectorCall) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = c.String()
+	}
+	return out
+}

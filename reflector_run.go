@@ -1,0 +1,381 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/pager"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/reflectorfsm"
+)
+
+// reflectorRun is the I/O side of one ListAndWatch: it performs the
+// machine's actions and owns what they leave behind between steps (the
+// open watch, the listed or streamed objects, the resync timer).
+type reflectorRun struct {
+	ctx    context.Context
+	r      *Reflector
+	logger klog.Logger
+
+	w       watch.Interface
+	listed  runtime.Object
+	streamd *watchListBuffer
+
+	resyncTimer clock.Timer
+}
+
+func newReflectorRun(ctx context.Context, r *Reflector) *reflectorRun {
+	return &reflectorRun{ctx: ctx, r: r, logger: klog.FromContext(ctx)}
+}
+
+func (run *reflectorRun) close() {
+	run.stopWatch()
+	if run.resyncTimer != nil {
+		run.resyncTimer.Stop()
+	}
+}
+
+func (run *reflectorRun) stopWatch() {
+	if run.w != nil {
+		run.w.Stop()
+		run.w = nil
+	}
+}
+
+func (run *reflectorRun) note(act reflectorfsm.Action) {
+	r := run.r
+	if act.Kind == reflectorfsm.List {
+		run.logger.V(4).Info("Data couldn't be fetched in watchlist mode. Falling back to regular list. This is expected if watchlist is not supported or disabled in kube-apiserver.", "err", act.Note)
+		return
+	}
+	run.logger.Info("Warning: watch ended with error", "reflector", r.name, "type", r.typeDescription, "err", act.Note)
+}
+
+// backoff waits one step of the shared backoff. It returns false if ctx
+// ended the wait. During the watch phase the resync timer keeps running.
+func (run *reflectorRun) backoff() bool {
+	t := run.r.clock.NewTimer(run.r.delay())
+	defer t.Stop()
+	for {
+		select {
+		case <-run.ctx.Done():
+			return false
+		case <-t.C():
+			return true
+		case <-run.resyncC():
+			if err := run.resync(); err != nil {
+				run.logger.Info("Warning: watch ended with error", "reflector", run.r.name, "type", run.r.typeDescription, "err", err)
+				return false
+			}
+		}
+	}
+}
+
+// list performs one LIST, paged as the machine asked, on its own goroutine
+// so that a cancelled ctx returns at once even if the server does not.
+func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
+	type result struct {
+		list      runtime.Object
+		paginated bool
+		err       error
+	}
+	done := make(chan result, 1)
+	panicked := make(chan interface{}, 1)
+	lw := run.r.listerWatcher
+	ctx := run.ctx
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				panicked <- p
+			}
+		}()
+		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return lw.ListWithContext(ctx, opts)
+		}))
+		p.PageSize = act.PageSize
+		list, paginated, err := p.ListWithAlloc(context.Background(), act.Options)
+		if err == nil {
+			if gvk, table := isTableList(list); table {
+				err = fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, run.r.typeDescription)
+			}
+		}
+		done <- result{list, paginated, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-panicked:
+		panic(p)
+	case res := <-done:
+		if res.err != nil {
+			return reflectorfsm.ListDone{Err: res.err}
+		}
+		listMeta, err := meta.ListAccessor(res.list)
+		if err != nil {
+			return reflectorfsm.ListDone{Err: fmt.Errorf("unable to understand list result %#v: %v", res.list, err)}
+		}
+		run.listed = res.list
+		return reflectorfsm.ListDone{ResourceVersion: listMeta.GetResourceVersion(), Paginated: res.paginated}
+	}
+}
+
+func (run *reflectorRun) replace(act reflectorfsm.Action) reflectorfsm.Input {
+	if run.streamd != nil {
+		return run.replaceStreamed(act.ResourceVersion)
+	}
+	list := run.listed
+	run.listed = nil
+	items, err := extractListItems(list)
+	if err != nil {
+		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to understand list result %#v (%v)", list, err)}
+	}
+	if err := run.r.store.Replace(items, act.ResourceVersion); err != nil {
+		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to sync list result: %v", err)}
+	}
+	return reflectorfsm.Replaced{}
+}
+
+// extractListItems returns the items of a list as separate objects, each
+// copied out of the list's backing array so that keeping one item does not
+// keep the whole list alive.
+func extractListItems(list runtime.Object) ([]interface{}, error) {
+	items := make([]interface{}, 0, meta.LenList(list))
+	err := meta.EachListItemWithAlloc(list, func(obj runtime.Object) error {
+		items = append(items, obj)
+		return nil
+	})
+	return items, err
+}
+
+// watch applies watch events to the store until the watch ends.
+func (run *reflectorRun) watch(act reflectorfsm.Action) reflectorfsm.Input {
+	r := run.r
+	run.armResync()
+	start := r.clock.Now()
+	if !act.Reuse {
+		w, err := r.listerWatcher.WatchWithContext(run.ctx, act.Options)
+		if err != nil {
+			if c := reflectorfsm.Classify(err); c == reflectorfsm.ClassTooManyRequests || c == reflectorfsm.ClassConnectionRefused {
+				run.logger.V(4).Info("Watch failed - backing off", "reflector", r.name, "type", r.typeDescription, "err", err)
+			}
+			return reflectorfsm.WatchStartFailed{Err: err}
+		}
+		run.w = w
+	}
+	sink := storeEventSink{r: r, propagate: act.PropagateRV}
+	_, err := run.consume(start, &sink, false)
+	run.stopWatch()
+	if err == errReflectorStopped {
+		return nil
+	}
+	return reflectorfsm.WatchEnded{Err: err, At: r.clock.Now()}
+}
+
+// armResync starts the resync timer the first time the run reaches its
+// watch phase.
+func (run *reflectorRun) armResync() {
+	if run.resyncTimer == nil && run.r.resyncPeriod != 0 {
+		run.resyncTimer = run.r.clock.NewTimer(run.r.resyncPeriod)
+	}
+}
+
+func (run *reflectorRun) resyncC() <-chan time.Time {
+	if run.resyncTimer == nil {
+		return nil
+	}
+	return run.resyncTimer.C()
+}
+
+// resync calls the store's Resync if ShouldResync agrees, and re-arms the
+// timer unless Resync failed.
+func (run *reflectorRun) resync() error {
+	r := run.r
+	if r.ShouldResync == nil || r.ShouldResync() {
+		run.logger.V(4).Info("Forcing resync", "reflector", r.name)
+		if err := r.store.Resync(); err != nil {
+			run.resyncTimer = nil
+			return err
+		}
+	}
+	run.resyncTimer.Stop()
+	run.resyncTimer = r.clock.NewTimer(r.resyncPeriod)
+	return nil
+}
+
+// eventSink is where consume applies the events it accepts.
+type eventSink interface {
+	add(obj runtime.Object) error
+	update(obj runtime.Object) error
+	delete(obj runtime.Object) error
+	bookmark(rv string) error
+	// observe is told each applied event's version and whether the
+	// stream is known to be past its initial synthetic Added events.
+	observe(rv string, pastInitialAdds bool)
+}
+
+var errReflectorStopped = errors.New("reflector stopped")
+
+// consume reads events from run.w into sink until the channel closes, an
+// error arrives, ctx ends (errReflectorStopped) or, with untilSynced, the
+// end-of-initial-events bookmark is applied (synced is then true).
+func (run *reflectorRun) consume(start time.Time, sink eventSink, untilSynced bool) (synced bool, err error) {
+	r := run.r
+	warn := newInitialEventsWarning(run.logger, r.name, r.clock, start, untilSynced)
+	defer warn.stop()
+	pastInitialAdds := false
+	count := 0
+	for {
+		select {
+		case <-run.ctx.Done():
+			return false, errReflectorStopped
+		case <-run.resyncC():
+			if err := run.resync(); err != nil {
+				return false, err
+			}
+		case <-warn.c():
+			warn.check()
+		case event, ok := <-run.w.ResultChan():
+			if !ok {
+				if reflectorfsm.IsVeryShortWatch(r.clock.Since(start), count) {
+					return false, &VeryShortWatchError{Name: r.name}
+				}
+				run.logger.V(4).Info("Watch close", "reflector", r.name, "type", r.typeDescription, "totalItems", count)
+				return false, nil
+			}
+			if event.Type == watch.Error {
+				return false, apierrors.FromObject(event.Object)
+			}
+			applied, end := run.apply(event, sink, &pastInitialAdds)
+			if !applied {
+				continue
+			}
+			count++
+			if untilSynced && end {
+				run.logger.V(4).Info("Exiting watch because received the bookmark that marks the end of initial events stream", "reflector", r.name, "totalItems", count, "duration", r.clock.Since(start))
+				return true, nil
+			}
+			warn.observe(r.clock.Now())
+		}
+	}
+}
+
+// apply checks one event and applies it to sink. applied is false for
+// events that are dropped; end is true for the end-of-initial-events
+// bookmark.
+func (run *reflectorRun) apply(event watch.Event, sink eventSink, pastInitialAdds *bool) (applied, end bool) {
+	r := run.r
+	ctx := run.ctx
+	if !r.acceptsEventObject(ctx, event.Object) {
+		return false, false
+	}
+	m, err := accessor(event.Object)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch event", "reflector", r.name, "event", event)
+		return false, false
+	}
+	rv := m.GetResourceVersion()
+	switch event.Type {
+	case watch.Added:
+		if err := sink.add(event.Object); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Unable to add watch event object to store", "reflector", r.name, "object", event.Object)
+		}
+	case watch.Modified:
+		*pastInitialAdds = true
+		if err := sink.update(event.Object); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Unable to update watch event object to store", "reflector", r.name, "object", event.Object)
+		}
+	case watch.Deleted:
+		*pastInitialAdds = true
+		if err := sink.delete(event.Object); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "reflector", r.name, "object", event.Object)
+		}
+	case watch.Bookmark:
+		*pastInitialAdds = true
+		end = m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+		if err := sink.bookmark(rv); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Unable to send bookmark event to store", "reflector", r.name, "object", event.Object)
+		}
+	default:
+		utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "reflector", r.name, "event", event)
+	}
+	sink.observe(rv, *pastInitialAdds)
+	return true, end
+}
+
+// acceptsEventObject reports whether an event's object is of the expected
+// type and GVK and not a Table, logging the ones it rejects.
+func (r *Reflector) acceptsEventObject(ctx context.Context, obj runtime.Object) bool {
+	if r.expectedType != nil {
+		if actual := reflect.TypeOf(obj); actual != r.expectedType {
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unexpected watch event object type", "reflector", r.name, "expectedType", r.expectedType, "actualType", actual)
+			return false
+		}
+	}
+	if r.expectedGVK != nil {
+		if actual := obj.GetObjectKind().GroupVersionKind(); actual != *r.expectedGVK {
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unexpected watch event object gvk", "reflector", r.name, "expectedGVK", *r.expectedGVK, "actualGVK", actual)
+			return false
+		}
+	}
+	if isTableObject(obj) {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Unsupported watch event object gvk", "reflector", r.name, "actualGVK", obj.GetObjectKind().GroupVersionKind())
+		return false
+	}
+	return true
+}
+
+// storeEventSink applies watch events to the reflector's store.
+type storeEventSink struct {
+	r         *Reflector
+	propagate bool
+}
+
+func (s *storeEventSink) add(obj runtime.Object) error    { return s.r.store.Add(obj) }
+func (s *storeEventSink) update(obj runtime.Object) error { return s.r.store.Update(obj) }
+func (s *storeEventSink) delete(obj runtime.Object) error { return s.r.store.Delete(obj) }
+
+func (s *storeEventSink) bookmark(rv string) error {
+	if b, ok := s.r.store.(ReflectorBookmarkStore); ok {
+		return b.Bookmark(rv)
+	}
+	return nil
+}
+
+func (s *storeEventSink) observe(rv string, pastInitialAdds bool) {
+	s.r.observe(rv, pastInitialAdds)
+}
+
+// tableGVKs are the server-side Table kinds, which a reflector cannot
+// store.
+var tableGVKs = map[schema.GroupVersionKind]bool{
+	metav1beta1.SchemeGroupVersion.WithKind("Table"): true,
+	metav1.SchemeGroupVersion.WithKind("Table"):      true,
+}
+
+func isTableObject(obj runtime.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	return ok && u.GetKind() == "Table" && tableGVKs[u.GroupVersionKind()]
+}
+
+func isTableList(obj runtime.Object) (schema.GroupVersionKind, bool) {
+	u, ok := obj.(*unstructured.UnstructuredList)
+	if !ok {
+		return schema.GroupVersionKind{}, false
+	}
+	gvk := u.GetObjectKind().GroupVersionKind()
+	return gvk, tableGVKs[gvk]
+}

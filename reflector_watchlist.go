@@ -1,0 +1,255 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/consistencydetector"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/reflectorfsm"
+)
+
+// watchList opens a watch-list stream and collects its initial events.
+// On success the stream stays open in run.w for the watch phase.
+func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
+	r := run.r
+	run.streamd = nil
+	start := r.clock.Now()
+	w, err := r.listerWatcher.WatchWithContext(run.ctx, act.Options)
+	if err != nil {
+		run.logWatchListRetry(err)
+		return reflectorfsm.WatchListDone{Err: err}
+	}
+	run.w = w
+	buf := newWatchListBuffer(run.transformer())
+	synced, err := run.consume(start, buf, true)
+	switch {
+	case err == errReflectorStopped:
+		run.stopWatch()
+		return nil
+	case err != nil || !synced:
+		run.stopWatch()
+		run.logWatchListRetry(err)
+		return reflectorfsm.WatchListDone{Err: err}
+	}
+	run.streamd = buf
+	return reflectorfsm.WatchListDone{Synced: true, ResourceVersion: buf.rv}
+}
+
+func (run *reflectorRun) logWatchListRetry(err error) {
+	if c := reflectorfsm.Classify(err); c == reflectorfsm.ClassTooManyRequests || c == reflectorfsm.ClassConnectionRefused {
+		run.logger.V(2).Info("watch-list failed - backing off", "reflector", run.r.name, "type", run.r.typeDescription, "err", err)
+	}
+}
+
+// transformer is the store's own transform, which the streamed objects get
+// as they arrive, as they would in a store.
+func (run *reflectorRun) transformer() TransformFunc {
+	if ts, ok := run.r.store.(TransformingStore); ok {
+		return ts.Transformer()
+	}
+	return nil
+}
+
+// replaceStreamed hands the collected initial state to the store in one
+// Replace. If that fails the stream is closed and the machine falls back to
+// a LIST.
+func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Input {
+	buf := run.streamd
+	run.streamd = nil
+	items := buf.finish()
+	r := run.r
+	if consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
+		consistencydetector.CheckDataConsistency(run.ctx, r.name, rv, r.listerWatcher.ListWithContext, consistencydetector.TransformFunc(buf.transform), metav1.ListOptions{},
+			func() []interface{} { return items })
+	}
+	if err := r.store.Replace(items, rv); err != nil {
+		run.stopWatch()
+		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to sync watch-list result: %w", err)}
+	}
+	return reflectorfsm.Replaced{}
+}
+
+// watchListBuffer collects the initial state of a watch-list stream with
+// the semantics of a keyed store (last write per key wins, deletes remove)
+// but a fraction of a store's memory: the objects go into a plain slice in
+// arrival order. Servers send initial events in key order, so as long as
+// keys keep increasing no key can repeat and no index is needed; the first
+// event that breaks the order (or modifies or deletes) builds a key→slot
+// map once and the buffer continues through it.
+type watchListBuffer struct {
+	transform TransformFunc
+	items     []interface{}
+	keys      []string
+	slot      map[string]int
+	rv        string
+}
+
+func newWatchListBuffer(transform TransformFunc) *watchListBuffer {
+	return &watchListBuffer{transform: transform}
+}
+
+func (b *watchListBuffer) add(obj runtime.Object) error {
+	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return KeyError{obj, err}
+	}
+	stored, err := b.transformed(obj)
+	if err != nil {
+		return err
+	}
+	if b.slot == nil && (len(b.keys) == 0 || b.keys[len(b.keys)-1] < key) {
+		b.items = append(b.items, stored)
+		b.keys = append(b.keys, key)
+		return nil
+	}
+	b.put(key, stored)
+	return nil
+}
+
+func (b *watchListBuffer) update(obj runtime.Object) error {
+	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return KeyError{obj, err}
+	}
+	stored, err := b.transformed(obj)
+	if err != nil {
+		return err
+	}
+	b.put(key, stored)
+	return nil
+}
+
+func (b *watchListBuffer) delete(obj runtime.Object) error {
+	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return KeyError{obj, err}
+	}
+	b.index()
+	if i, ok := b.slot[key]; ok {
+		b.items[i] = nil
+		delete(b.slot, key)
+	}
+	return nil
+}
+
+// bookmark ignores bookmarks: a buffer is not a bookmark store.
+func (b *watchListBuffer) bookmark(string) error { return nil }
+
+// observe keeps the version of the latest event past the initial Added
+// events; after the end bookmark that is the bookmark's version.
+func (b *watchListBuffer) observe(rv string, pastInitialAdds bool) {
+	if pastInitialAdds {
+		b.rv = rv
+	}
+}
+
+func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, error) {
+	if b.transform == nil {
+		return obj, nil
+	}
+	out, err := b.transform(obj)
+	if err != nil {
+		return nil, fmt.Errorf("transforming: %w", err)
+	}
+	return out, nil
+}
+
+func (b *watchListBuffer) put(key string, obj interface{}) {
+	b.index()
+	if i, ok := b.slot[key]; ok {
+		b.items[i] = obj
+		return
+	}
+	b.slot[key] = len(b.items)
+	b.items = append(b.items, obj)
+}
+
+// index switches the buffer to map mode, once.
+func (b *watchListBuffer) index() {
+	if b.slot != nil {
+		return
+	}
+	b.slot = make(map[string]int, len(b.keys))
+	for i, k := range b.keys {
+		b.slot[k] = i
+	}
+	b.keys = nil
+}
+
+// finish returns the collected objects, without the deleted ones, and
+// releases the buffer's bookkeeping.
+func (b *watchListBuffer) finish() []interface{} {
+	items := b.items
+	if b.slot != nil {
+		kept := items[:0]
+		for _, obj := range items {
+			if obj != nil {
+				kept = append(kept, obj)
+			}
+		}
+		clear(items[len(kept):])
+		items = kept
+	}
+	b.items, b.keys, b.slot = nil, nil, nil
+	return items
+}
+
+// initialEventsWarning logs every 10s while a watch-list stream has not yet
+// delivered its end bookmark, so a stalled initial sync is visible. It is
+// inert for plain watches and for clocks without tickers.
+type initialEventsWarning struct {
+	ticker    clock.Ticker
+	clock     clock.Clock
+	logger    klog.Logger
+	name      string
+	start     time.Time
+	lastEvent time.Time
+}
+
+const initialEventsWarnEvery = 10 * time.Second
+
+func newInitialEventsWarning(logger klog.Logger, name string, c clock.Clock, start time.Time, active bool) *initialEventsWarning {
+	w := &initialEventsWarning{clock: c, logger: logger, name: name, start: start}
+	if !active {
+		return w
+	}
+	if tc, ok := c.(clock.WithTicker); ok {
+		w.ticker = tc.NewTicker(initialEventsWarnEvery)
+	} else {
+		logger.Info("Warning: clock does not support WithTicker interface but exitOnInitialEventsEndBookmark was requested")
+	}
+	return w
+}
+
+func (w *initialEventsWarning) c() <-chan time.Time {
+	if w.ticker == nil {
+		return nil
+	}
+	return w.ticker.C()
+}
+
+func (w *initialEventsWarning) stop() {
+	if w.ticker != nil {
+		w.ticker.Stop()
+	}
+}
+
+func (w *initialEventsWarning) observe(t time.Time) { w.lastEvent = t }
+
+func (w *initialEventsWarning) check() {
+	var err error
+	switch {
+	case w.lastEvent.IsZero():
+		err = fmt.Errorf("%s: awaiting required bookmark event for initial events stream, no events received for %v", w.name, w.clock.Since(w.start))
+	case w.clock.Since(w.lastEvent) >= initialEventsWarnEvery:
+		err = fmt.Errorf("%s: hasn't received required bookmark event marking the end of initial events stream, received last event %v ago", w.name, w.clock.Since(w.lastEvent))
+	}
+	if err != nil {
+		w.logger.Info("Warning: event bookmark expired", "err", err)
+	}
+}
