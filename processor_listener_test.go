@@ -3,8 +3,8 @@ package cache
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
