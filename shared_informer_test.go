@@ -79,6 +79,7 @@ func TestI2_RunTwiceWarnsAndRunWaitsForHandlers(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	<-entered
+	assert.True(t, inf.(*sharedIndexInformer).HasStarted())
 	inf.Run(make(chan struct{})) // returns at once
 	cancel()
 	select {
