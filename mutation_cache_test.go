@@ -39,7 +39,7 @@ func mutationTestIndexers() Indexers {
 // that serves both as backing store and as index.
 func newMutationTestCache(t *testing.T, opts MutationCacheOptions) (*mutationCache, Indexer, *clocktesting.FakePassiveClock) {
 	t.Helper()
-	backing := clientcache.NewIndexer(MetaNamespaceKeyFunc, mutationTestIndexers())
+	backing := NewIndexer(MetaNamespaceKeyFunc, mutationTestIndexers())
 	opts.Indexer = backing
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	return newMutationCacheWithClock(klog.Background(), backing, opts, clk), backing, clk
@@ -152,7 +152,7 @@ func TestM7_OnDeleteKeepsNewerWriteOfRecreatedObject(t *testing.T) {
 }
 
 func TestM7_ByIndexWithoutIndexer(t *testing.T) {
-	c := NewIntegerResourceVersionMutationCache(klog.Background(), clientcache.NewStore(MetaNamespaceKeyFunc), nil, time.Minute, true)
+	c := NewIntegerResourceVersionMutationCache(klog.Background(), NewStore(MetaNamespaceKeyFunc), nil, time.Minute, true)
 	_, err := c.ByIndex("any", "value")
 	assert.EqualError(t, err, "no indexer has been provided to the mutation cache")
 }
@@ -250,7 +250,7 @@ func TestM7_OptionsTTLAndSize(t *testing.T) {
 func TestM7_MatchesClientGo(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for round := 0; round < 50; round++ {
-		oursBacking := clientcache.NewIndexer(MetaNamespaceKeyFunc, mutationTestIndexers())
+		oursBacking := NewIndexer(MetaNamespaceKeyFunc, mutationTestIndexers())
 		theirsBacking := clientcache.NewIndexer(MetaNamespaceKeyFunc, mutationTestIndexers())
 		opts := MutationCacheOptions{TTL: time.Hour, MaxCacheSize: 3, IncludeAdds: round%2 == 0}
 		opts.Indexer = oursBacking

@@ -284,15 +284,38 @@ func (f *RealFIFO) replaceEachLocked(list []interface{}) error {
 	if err != nil {
 		return fmt.Errorf("couldn't enqueue object: %w", err)
 	}
-	queuedKeys, lastQueued, err := f.lastDeltaPerKeyLocked()
+	deletions, err := f.replaceDeletionsLocked(listed)
 	if err != nil {
 		return err
 	}
+	// One reservation for the whole relist instead of repeated growth.
+	f.items.Grow(len(deletions) + len(objs))
+	for _, d := range deletions {
+		f.items.PushBack(d)
+	}
+	for _, obj := range objs {
+		f.items.PushBack(Delta{Type: Replaced, Object: obj})
+	}
+	f.cond.Broadcast()
+	f.metrics.queued.Set(float64(f.items.Len()))
+	return nil
+}
+
+// replaceDeletionsLocked returns the tombstones a non-atomic Replace queues:
+// first for queued keys missing from listed whose last delta is not already
+// a deletion (in first-queued order), then for known keys that are neither
+// listed nor queued.
+func (f *RealFIFO) replaceDeletionsLocked(listed map[string]struct{}) ([]Delta, error) {
+	queuedKeys, lastQueued, err := f.lastDeltaPerKeyLocked()
+	if err != nil {
+		return nil, err
+	}
+	var deletions []Delta
 	for _, key := range queuedKeys {
 		if _, ok := listed[key]; ok || lastQueued[key].Type == Deleted {
 			continue
 		}
-		f.pushLocked(Delta{Type: Deleted, Object: DeletedFinalStateUnknown{Key: key, Obj: lastQueued[key].Object}})
+		deletions = append(deletions, Delta{Type: Deleted, Object: DeletedFinalStateUnknown{Key: key, Obj: lastQueued[key].Object}})
 	}
 	for _, key := range f.knownObjects.ListKeys() {
 		if _, ok := listed[key]; ok {
@@ -301,12 +324,9 @@ func (f *RealFIFO) replaceEachLocked(list []interface{}) error {
 		if _, queued := lastQueued[key]; queued {
 			continue
 		}
-		f.pushLocked(Delta{Type: Deleted, Object: DeletedFinalStateUnknown{Key: key, Obj: f.knownTombstoneObject(key)}})
+		deletions = append(deletions, Delta{Type: Deleted, Object: DeletedFinalStateUnknown{Key: key, Obj: f.knownTombstoneObject(key)}})
 	}
-	for _, obj := range objs {
-		f.pushLocked(Delta{Type: Replaced, Object: obj})
-	}
-	return nil
+	return deletions, nil
 }
 
 // lastDeltaPerKeyLocked returns the queued keys in first-seen order and the
@@ -491,7 +511,7 @@ func (f *RealFIFO) batchLenLocked() int {
 		if !isBatchable(d.Type) {
 			return i
 		}
-		id, err := f.keys.identOf(d)
+		id, err := f.keys.identOf(d.Object)
 		if err != nil {
 			return i + 1
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/klog/v2"
 )
 
 // rfifoKnown is a KeyListerGetter with a deterministic key order and an
@@ -667,4 +668,106 @@ func TestG2_InformerQueuePerGateSetting(t *testing.T) {
 		assert.Equal(t, "DeltaFIFO *v1.Pod", f.Name())
 	})
 	assert.IsType(t, &RealFIFO{}, build(), "gates restored after the subtests")
+}
+
+func TestQ3_DeltaFIFOAndFIFOHaveNoStoreReads(t *testing.T) {
+	type storeReads interface {
+		List() []interface{}
+		ListKeys() []string
+		Get(obj interface{}) (interface{}, bool, error)
+		GetByKey(key string) (interface{}, bool, error)
+	}
+	_, d := interface{}(NewDeltaFIFOWithOptions(DeltaFIFOOptions{})).(storeReads)
+	_, f := interface{}(NewFIFO(MetaNamespaceKeyFunc)).(storeReads)
+	_, r := interface{}(rfifoAtomic()).(storeReads)
+	assert.False(t, d)
+	assert.False(t, f)
+	assert.False(t, r)
+}
+
+func TestQ7_DeltasOldestNewestAndTypeNames(t *testing.T) {
+	a, b := newTestPod("ns", "a", "1"), newTestPod("ns", "a", "2")
+	ds := Deltas{{Type: Added, Object: a}, {Type: Updated, Object: b}}
+	assert.Same(t, a, ds.Oldest().Object)
+	assert.Same(t, b, ds.Newest().Object)
+	assert.Nil(t, Deltas{}.Oldest())
+	assert.Nil(t, Deltas{}.Newest())
+	for _, dt := range []DeltaType{Added, Updated, Deleted, Replaced, ReplacedAll, Sync, SyncAll, Bookmark} {
+		assert.NotEmpty(t, string(dt))
+	}
+	assert.Equal(t, "ReplacedAll", string(ReplacedAll))
+}
+
+func TestR10_ConcurrentProducersKeepPerProducerOrder(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f := NewRealFIFOWithOptions(RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true})
+	const producers, perProducer = 4, 500
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perProducer; i++ {
+				assert.NoError(t, f.Update(newTestPod(fmt.Sprint("p", p), fmt.Sprint("k", i%7), fmt.Sprint(i))))
+			}
+		}()
+	}
+	last := map[string]int{}
+	received := 0
+	record := func(d Delta) {
+		pod := d.Object.(interface {
+			GetNamespace() string
+			GetResourceVersion() string
+		})
+		var rv int
+		_, _ = fmt.Sscan(pod.GetResourceVersion(), &rv)
+		if prev, ok := last[pod.GetNamespace()]; ok {
+			assert.Greater(t, rv, prev, "deltas of one producer arrive in order")
+		}
+		last[pod.GetNamespace()] = rv
+		received++
+	}
+	for received < producers*perProducer {
+		err := f.PopBatch(func(ds []Delta, _ bool) error {
+			for _, d := range ds {
+				record(d)
+			}
+			return nil
+		}, func(obj interface{}, _ bool) error {
+			record(obj.(Deltas)[0])
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	wg.Wait()
+}
+
+func TestG2_InformerQueuePassesThroughOptions(t *testing.T) {
+	n, err := NewInformerName("g2-informer")
+	require.NoError(t, err)
+	defer n.Release()
+	id := n.WithResource(schema.GroupVersionResource{Resource: "pods"})
+	m := &rfifoMetrics{}
+	logger, q := newInformerQueue(informerQueueOptions{logger: klog.Background(), objectType: newTestPod("", "", ""),
+		transform: queueModelTransform, identifier: id, metricsProvider: m})
+	f := q.(*RealFIFO)
+	assert.NotNil(t, f.Transformer())
+	assert.Equal(t, id, f.identifier)
+	assert.Equal(t, "g2-informer", f.Name(), "a reserved identifier names the queue")
+	assert.NotNil(t, logger.GetSink())
+	require.NoError(t, f.Add(newTestPod("ns", "a", "1")))
+	assert.Equal(t, []float64{1}, m.queued)
+}
+
+func TestR5_AtomicReplaceDoesNotCopyTheList(t *testing.T) {
+	f := rfifoAtomic()
+	list := newTestPods(1000, 4, "1")
+	require.NoError(t, f.Replace(list, "1"))
+	_, err := f.Pop(func(obj interface{}, _ bool) error {
+		objs := obj.(Deltas)[0].Object.(ReplacedAllInfo).Objects
+		require.Len(t, objs, len(list))
+		assert.Same(t, &list[0], &objs[0], "without a transformer the relisted set is held once, not copied")
+		return nil
+	})
+	require.NoError(t, err)
 }

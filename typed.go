@@ -141,7 +141,7 @@ func (s *typedSharedIndexInformer[T]) AddTypedEventHandler(handler TypedResource
 
 // AddTypedIndexers adds typed index functions to the informer's indexer.
 func (s *typedSharedIndexInformer[T]) AddTypedIndexers(indexers TypedIndexers[T]) error {
-	return s.AddIndexers(typedIndexersUntilStoreLands(indexers))
+	return s.AddIndexers(TypedIndexersToIndexers(indexers))
 }
 
 // GetTypedIndexer returns the informer's indexer with typed read methods.
@@ -233,7 +233,7 @@ func (i *typedIndexer[T]) ByTypedIndex(indexName, indexedValue string) ([]T, err
 
 // AddTypedIndexers is AddIndexers with typed index functions.
 func (i *typedIndexer[T]) AddTypedIndexers(newIndexers TypedIndexers[T]) error {
-	return i.AddIndexers(typedIndexersUntilStoreLands(newIndexers))
+	return i.AddIndexers(TypedIndexersToIndexers(newIndexers))
 }
 
 func typedObjects[T any](indexName string, objs []interface{}) ([]T, error) {
@@ -246,20 +246,4 @@ func typedObjects[T any](indexName string, objs []interface{}) ([]T, error) {
 		typed[n] = t
 	}
 	return typed, nil
-}
-
-// typedIndexersUntilStoreLands converts typed index functions until index.go's
-// TypedIndexersToIndexers is merged.
-func typedIndexersUntilStoreLands[T any](indexers TypedIndexers[T]) Indexers {
-	untyped := make(Indexers, len(indexers))
-	for name, fn := range indexers {
-		untyped[name] = func(obj interface{}) ([]string, error) {
-			typed, ok := obj.(T)
-			if !ok {
-				return nil, fmt.Errorf("index function for %T received an object of type %T", typed, obj)
-			}
-			return fn(typed)
-		}
-	}
-	return untyped
 }

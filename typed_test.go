@@ -271,7 +271,7 @@ func TestI20_AddTypedIndexersConvertsFunctions(t *testing.T) {
 }
 
 func TestI20_TypedIndexerReads(t *testing.T) {
-	backing := clientcache.NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	backing := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	a, b, c := newTestPod("ns1", "a", "1"), newTestPod("ns1", "b", "1"), newTestPod("ns2", "c", "1")
 	for _, p := range []*v1.Pod{a, b, c} {
 		require.NoError(t, backing.Add(p))
@@ -304,7 +304,7 @@ func TestI20_TypedIndexerReads(t *testing.T) {
 }
 
 func TestI20_TypedIndexerReportsObjectsOfOtherTypes(t *testing.T) {
-	backing := clientcache.NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	backing := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	require.NoError(t, backing.Add(newTestPod("ns", "a", "1")))
 	require.NoError(t, backing.Add(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}))
 	idx := NewTypedSharedIndexInformer[*v1.Pod](&typedTestCaptureInformer{indexer: backing}).GetTypedIndexer()

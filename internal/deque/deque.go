@@ -8,9 +8,8 @@
 package deque
 
 // minCap is the smallest capacity the ring shrinks to; it also bounds how
-// often a small queue reallocates. Capacities are powers of two so that
-// positions wrap with a mask.
-const minCap = 16
+// often a small queue reallocates.
+const minCap = 8
 
 // Deque is a FIFO ring buffer. The zero value is an empty deque ready to use.
 // It is not safe for concurrent use.
@@ -28,8 +27,25 @@ func (d *Deque[T]) PushBack(v T) {
 	if d.n == len(d.buf) {
 		d.resize(max(minCap, 2*len(d.buf)))
 	}
-	d.buf[(d.head+d.n)&(len(d.buf)-1)] = v
+	d.buf[d.slot(d.n)] = v
 	d.n++
+}
+
+// Grow makes room for n more elements, so that a known number of pushes
+// allocates once and exactly.
+func (d *Deque[T]) Grow(n int) {
+	if need := d.n + n; need > len(d.buf) {
+		d.resize(max(minCap, need))
+	}
+}
+
+// slot maps a position counted from the head to an index in buf.
+func (d *Deque[T]) slot(i int) int {
+	j := d.head + i
+	if j >= len(d.buf) {
+		j -= len(d.buf)
+	}
+	return j
 }
 
 // Front returns the head element; ok is false when the deque is empty.
@@ -49,7 +65,7 @@ func (d *Deque[T]) PopFront() (v T, ok bool) {
 	var zero T
 	v = d.buf[d.head]
 	d.buf[d.head] = zero
-	d.head = (d.head + 1) & (len(d.buf) - 1)
+	d.head = d.slot(1)
 	d.n--
 	d.maybeShrink()
 	return v, true
@@ -61,13 +77,13 @@ func (d *Deque[T]) At(i int) T {
 	if i < 0 || i >= d.n {
 		panic("deque: index out of range")
 	}
-	return d.buf[(d.head+i)&(len(d.buf)-1)]
+	return d.buf[d.slot(i)]
 }
 
 // Each calls fn for every element from head to tail until fn returns false.
 func (d *Deque[T]) Each(fn func(T) bool) {
 	for i := 0; i < d.n; i++ {
-		if !fn(d.buf[(d.head+i)&(len(d.buf)-1)]) {
+		if !fn(d.buf[d.slot(i)]) {
 			return
 		}
 	}

@@ -80,3 +80,23 @@ func TestDequePopZeroesSlot(t *testing.T) {
 		t.Fatal("Reset left elements")
 	}
 }
+
+func TestDequeGrowReservesExactly(t *testing.T) {
+	var d Deque[int]
+	d.PushBack(1)
+	d.PopFront()
+	d.PushBack(2) // head is now off zero, so Grow must unwrap
+	d.Grow(1000)
+	if c := len(d.buf); c != 1001 {
+		t.Fatalf("capacity %d after Grow(1000) with 1 element, want 1001", c)
+	}
+	for i := 0; i < 1000; i++ {
+		d.PushBack(i + 3)
+	}
+	if c := len(d.buf); c != 1001 {
+		t.Fatalf("pushes within the reservation reallocated to %d", c)
+	}
+	if v, _ := d.PopFront(); v != 2 {
+		t.Fatalf("front %d, want 2", v)
+	}
+}

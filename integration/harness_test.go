@@ -1,0 +1,280 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openinformer/cache/integration/apiserver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	clientcache "k8s.io/client-go/tools/cache"
+)
+
+// widgetListWatch lists and watches widgets in all namespaces, the way
+// dynamicinformer does.
+func widgetListWatch(client dynamic.Interface) *clientcache.ListWatch {
+	widgets := client.Resource(apiserver.WidgetGVR)
+	return &clientcache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			return widgets.List(ctx, options)
+		},
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			return widgets.Watch(ctx, options)
+		},
+	}
+}
+
+// informerRun is one informer running against the server, with a recording
+// handler and a probe in its transport.
+type informerRun struct {
+	impl     implementation
+	informer clientcache.SharedIndexInformer
+	recorder *eventRecorder
+	probe    *trafficProbe
+	syncTime time.Duration
+}
+
+// startInformer runs impl's informer over widgets and waits until it has
+// synced. It is stopped, and its Run awaited, when the test ends.
+func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *informerRun {
+	t.Helper()
+	probe := newTrafficProbe()
+	client, err := dynamic.NewForConfig(probe.wrap(srv.Config()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	informer := impl.newInformer(widgetListWatch(client), &unstructured.Unstructured{}, 0,
+		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
+	run := &informerRun{impl: impl, informer: informer, recorder: newEventRecorder(), probe: probe}
+	if _, err := informer.AddEventHandler(run.recorder); err != nil {
+		t.Fatalf("%s: add handler: %v", impl.name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	begin := time.Now()
+	go func() {
+		defer close(done)
+		informer.RunWithContext(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	eventually(t, 2*time.Minute, impl.name+" synced", func() (bool, string) {
+		return informer.HasSynced(), "not synced"
+	})
+	run.syncTime = time.Since(begin)
+	return run
+}
+
+func startInformers(t *testing.T, srv *apiserver.Server) []*informerRun {
+	t.Helper()
+	runs := make([]*informerRun, 0, len(implementations))
+	for _, impl := range implementations {
+		runs = append(runs, startInformer(t, srv, impl))
+	}
+	return runs
+}
+
+// eventually polls cond until it holds, failing the test with cond's last
+// explanation after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var why string
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		var ok bool
+		ok, why = cond()
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not reached within %v: %s", what, timeout, why)
+	}
+}
+
+// widgetState maps namespace/name to resource version.
+type widgetState map[string]uint64
+
+func parseRV(u *unstructured.Unstructured) uint64 {
+	rv, err := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return rv
+}
+
+func widgetKey(u *unstructured.Unstructured) string {
+	return u.GetNamespace() + "/" + u.GetName()
+}
+
+// serverState lists every widget from the server.
+func serverState(t *testing.T, client dynamic.Interface) widgetState {
+	t.Helper()
+	list, err := client.Resource(apiserver.WidgetGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list widgets: %v", err)
+	}
+	state := widgetState{}
+	for i := range list.Items {
+		state[widgetKey(&list.Items[i])] = parseRV(&list.Items[i])
+	}
+	return state
+}
+
+// cacheState reads an informer's store.
+func cacheState(informer clientcache.SharedIndexInformer) (widgetState, error) {
+	state := widgetState{}
+	for _, obj := range informer.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("store holds %T", obj)
+		}
+		state[widgetKey(u)] = parseRV(u)
+	}
+	return state, nil
+}
+
+// diff describes how got differs from want, or is empty when they match.
+func (want widgetState) diff(got widgetState) string {
+	var out []string
+	for k, rv := range want {
+		if g, ok := got[k]; !ok {
+			out = append(out, fmt.Sprintf("missing %s@%d", k, rv))
+		} else if g != rv {
+			out = append(out, fmt.Sprintf("%s at %d, want %d", k, g, rv))
+		}
+	}
+	for k, rv := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, fmt.Sprintf("extra %s@%d", k, rv))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("... %d differences", len(out)))
+	}
+	return strings.Join(out, "; ")
+}
+
+// waitConverged waits until every informer's store equals the server's list,
+// then checks each handler's history against it.
+func waitConverged(t *testing.T, client dynamic.Interface, runs []*informerRun) widgetState {
+	t.Helper()
+	want := serverState(t, client)
+	for _, run := range runs {
+		eventually(t, 2*time.Minute, run.impl.name+" cache equals server", func() (bool, string) {
+			got, err := cacheState(run.informer)
+			if err != nil {
+				return false, err.Error()
+			}
+			d := want.diff(got)
+			return d == "", d
+		})
+		eventually(t, time.Minute, run.impl.name+" handler reached final state", func() (bool, string) {
+			d := run.recorder.finalStateDiff(want)
+			return d == "", d
+		})
+		for _, problem := range run.recorder.orderProblems() {
+			t.Errorf("%s handler: %s", run.impl.name, problem)
+		}
+	}
+	return want
+}
+
+// writeLog records, per key, every resource version a writer produced.
+type writeLog struct {
+	mu  sync.Mutex
+	rvs map[string][]uint64
+}
+
+func (w *writeLog) add(u *unstructured.Unstructured) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rvs[widgetKey(u)] = append(w.rvs[widgetKey(u)], parseRV(u))
+}
+
+// workload creates, updates and deletes widgets from several goroutines.
+// Each key belongs to one goroutine, so its writes are ordered.
+type workload struct {
+	namespaces  []string
+	prefix      string
+	objects     int
+	writers     int
+	updates     int // updates per object after its create
+	deleteEvery int // every n-th object is deleted at the end; 0: none
+	payload     int // bytes of filler in spec.data
+}
+
+func (wl workload) run(t *testing.T, client dynamic.Interface) *writeLog {
+	t.Helper()
+	log := &writeLog{rvs: map[string][]uint64{}}
+	var wg sync.WaitGroup
+	for w := 0; w < wl.writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := wl.writer(client, w, log); err != nil {
+				t.Errorf("writer %d: %v", w, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return log
+}
+
+func (wl workload) writer(client dynamic.Interface, w int, log *writeLog) error {
+	ctx := context.Background()
+	var mine []*unstructured.Unstructured
+	for i := w; i < wl.objects; i += wl.writers {
+		ns := wl.namespaces[i%len(wl.namespaces)]
+		obj := apiserver.NewWidget(ns, fmt.Sprintf("%s-%d", wl.prefix, i), 0)
+		obj.SetLabels(map[string]string{"parity": strconv.Itoa(i % 2)})
+		if wl.payload > 0 {
+			if err := unstructured.SetNestedField(obj.Object, strings.Repeat("x", wl.payload), "spec", "data"); err != nil {
+				return err
+			}
+		}
+		created, err := client.Resource(apiserver.WidgetGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		log.add(created)
+		mine = append(mine, created)
+	}
+	for u := 1; u <= wl.updates; u++ {
+		for j, obj := range mine {
+			if err := unstructured.SetNestedField(obj.Object, int64(u), "spec", "value"); err != nil {
+				return err
+			}
+			updated, err := client.Resource(apiserver.WidgetGVR).Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
+			if err != nil {
+				return err
+			}
+			log.add(updated)
+			mine[j] = updated
+		}
+	}
+	for j, obj := range mine {
+		if wl.deleteEvery == 0 || (j*wl.writers+w)%wl.deleteEvery != 0 {
+			continue
+		}
+		if err := client.Resource(apiserver.WidgetGVR).Namespace(obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package integration
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// Request kinds counted by trafficProbe.
+const (
+	kindList      = "list"
+	kindGet       = "get"
+	kindWatch     = "watch"
+	kindWatchList = "watch-list" // watch with sendInitialEvents=true
+	kindOther     = "other"
+)
+
+// trafficProbe sits in a client's transport. It counts requests by kind,
+// spots 410 Gone answers (as a status or as an ERROR event in a watch stream)
+// and can cut open watch streams and hold new ones, the way a network
+// partition between informer and server would.
+type trafficProbe struct {
+	mu      sync.Mutex
+	counts  map[string]int
+	gone    int
+	held    chan struct{} // non-nil while new watches are held
+	streams map[*probedBody]struct{}
+}
+
+func newTrafficProbe() *trafficProbe {
+	return &trafficProbe{counts: map[string]int{}, streams: map[*probedBody]struct{}{}}
+}
+
+// wrap installs the probe in config's transport chain.
+func (p *trafficProbe) wrap(config *rest.Config) *rest.Config {
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			return p.roundTrip(rt, req)
+		})
+	})
+	return config
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func requestKind(req *http.Request) string {
+	q := req.URL.Query()
+	switch {
+	case req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/widgets"):
+		return kindOther
+	case !strings.HasSuffix(req.URL.Path, "/widgets"):
+		return kindGet
+	case q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true":
+		return kindWatchList
+	case q.Get("watch") == "true":
+		return kindWatch
+	default:
+		return kindList
+	}
+}
+
+func (p *trafficProbe) roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+	kind := requestKind(req)
+	p.mu.Lock()
+	p.counts[kind]++
+	held := p.held
+	p.mu.Unlock()
+	if held != nil && (kind == kindWatch || kind == kindWatchList) {
+		select {
+		case <-held:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusGone {
+		p.mu.Lock()
+		p.gone++
+		p.mu.Unlock()
+	}
+	if kind == kindWatch || kind == kindWatchList {
+		resp.Body = p.track(resp.Body)
+	}
+	return resp, nil
+}
+
+func (p *trafficProbe) track(body io.ReadCloser) *probedBody {
+	b := &probedBody{ReadCloser: body, probe: p}
+	p.mu.Lock()
+	p.streams[b] = struct{}{}
+	p.mu.Unlock()
+	return b
+}
+
+// cutAndHold ends every open watch stream cleanly (the informer sees the
+// stream close, as on a server-side timeout) and holds new watch requests
+// until release is called.
+func (p *trafficProbe) cutAndHold() (release func()) {
+	held := make(chan struct{})
+	p.mu.Lock()
+	p.held = held
+	streams := p.streams
+	p.streams = map[*probedBody]struct{}{}
+	p.mu.Unlock()
+	for b := range streams {
+		b.cut()
+	}
+	return func() {
+		p.mu.Lock()
+		p.held = nil
+		p.mu.Unlock()
+		close(held)
+	}
+}
+
+// snapshot returns the request counts and the number of 410 answers seen.
+func (p *trafficProbe) snapshot() (map[string]int, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	counts := make(map[string]int, len(p.counts))
+	for k, v := range p.counts {
+		counts[k] = v
+	}
+	return counts, p.gone
+}
+
+// probedBody is a watch response body that can be cut and that reports
+// 410 ERROR events to its probe.
+type probedBody struct {
+	io.ReadCloser
+	probe  *trafficProbe
+	mu     sync.Mutex
+	isCut  bool
+	closed bool
+}
+
+var goneEvent = []byte(`"code":410`)
+
+func (b *probedBody) Read(buf []byte) (int, error) {
+	n, err := b.ReadCloser.Read(buf)
+	if bytes.Contains(buf[:n], goneEvent) {
+		b.probe.mu.Lock()
+		b.probe.gone++
+		b.probe.mu.Unlock()
+	}
+	b.mu.Lock()
+	isCut := b.isCut
+	b.mu.Unlock()
+	if isCut {
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+func (b *probedBody) cut() {
+	b.mu.Lock()
+	b.isCut = true
+	b.mu.Unlock()
+	_ = b.Close()
+}
+
+func (b *probedBody) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	b.probe.mu.Lock()
+	delete(b.probe.streams, b)
+	b.probe.mu.Unlock()
+	return b.ReadCloser.Close()
+}
