@@ -42,6 +42,7 @@ type informerRun struct {
 	recorder *eventRecorder
 	probe    *trafficProbe
 	syncTime time.Duration
+	stop     func() // stops the informer and waits for Run to return
 }
 
 // startInformer runs impl's informer over widgets and waits until it has
@@ -66,10 +67,11 @@ func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *in
 		defer close(done)
 		informer.RunWithContext(ctx)
 	}()
-	t.Cleanup(func() {
+	run.stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
 	})
+	t.Cleanup(run.stop)
 	eventually(t, 2*time.Minute, impl.name+" synced", func() (bool, string) {
 		return informer.HasSynced(), "not synced"
 	})
