@@ -220,6 +220,16 @@ type workload struct {
 
 func (wl workload) run(t *testing.T, client dynamic.Interface) *writeLog {
 	t.Helper()
+	log := wl.write(t, client)
+	if t.Failed() {
+		t.FailNow()
+	}
+	return log
+}
+
+// write runs the workload and reports failures with t.Errorf only, so it
+// may run outside the test's goroutine.
+func (wl workload) write(t *testing.T, client dynamic.Interface) *writeLog {
 	log := &writeLog{rvs: map[string][]uint64{}}
 	var wg sync.WaitGroup
 	for w := 0; w < wl.writers; w++ {
@@ -232,9 +242,6 @@ func (wl workload) run(t *testing.T, client dynamic.Interface) *writeLog {
 		}()
 	}
 	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
 	return log
 }
 
