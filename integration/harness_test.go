@@ -40,6 +40,7 @@ type informerRun struct {
 	impl     implementation
 	informer clientcache.SharedIndexInformer
 	recorder *eventRecorder
+	late     []*eventRecorder // handlers added while the informer runs
 	probe    *trafficProbe
 	syncTime time.Duration
 	stop     func() // stops the informer and waits for Run to return
@@ -183,15 +184,28 @@ func waitConverged(t *testing.T, client dynamic.Interface, runs []*informerRun) 
 			d := want.diff(got)
 			return d == "", d
 		})
-		eventually(t, time.Minute, run.impl.name+" handler reached final state", func() (bool, string) {
-			d := run.recorder.finalStateDiff(want)
-			return d == "", d
-		})
-		for _, problem := range run.recorder.orderProblems() {
-			t.Errorf("%s handler: %s", run.impl.name, problem)
+		for i, rec := range append([]*eventRecorder{run.recorder}, run.late...) {
+			name := fmt.Sprintf("%s handler %d", run.impl.name, i)
+			eventually(t, time.Minute, name+" reached final state", func() (bool, string) {
+				d := rec.finalStateDiff(want)
+				return d == "", d
+			})
+			for _, problem := range rec.orderProblems() {
+				t.Errorf("%s: %s", name, problem)
+			}
 		}
 	}
 	return want
+}
+
+// addLateHandler adds a recording handler to the running informer.
+func (run *informerRun) addLateHandler(t *testing.T) {
+	t.Helper()
+	rec := newEventRecorder()
+	if _, err := run.informer.AddEventHandler(rec); err != nil {
+		t.Fatalf("%s: add handler while running: %v", run.impl.name, err)
+	}
+	run.late = append(run.late, rec)
 }
 
 // writeLog records, per key, every resource version a writer produced.

@@ -45,9 +45,9 @@ func scaled(n int) int {
 var testNamespaces = []string{"alpha", "beta", "gamma"}
 
 // TestConvergence: informers started before a concurrent workload see every
-// write of every key, in order; informers started while it runs see each
-// key's changes in order from their initial list on. All end equal to the
-// server.
+// write of every key, in order; informers started, and handlers added, while
+// it runs see each key's changes in order from their first add on. All end
+// equal to the server.
 func TestConvergence(t *testing.T) {
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
@@ -61,6 +61,9 @@ func TestConvergence(t *testing.T) {
 		return early[0].recorder.keys() >= wl.objects/3, "too few widgets yet"
 	})
 	late := startInformers(t, srv)
+	for _, run := range early {
+		run.addLateHandler(t)
+	}
 	written := <-writes
 	if t.Failed() {
 		t.FailNow()
