@@ -25,8 +25,11 @@ type DeltaFIFO struct {
 	mu    sync.Mutex
 	cond  sync.Cond
 	items map[string]Deltas
-	queue deque.Deque[string]
-	sync  queueSync
+	// itemsPeak is the most keys items held since it was last allocated. Go
+	// maps never shrink, so once a large queue drains, items is replaced.
+	itemsPeak int
+	queue     deque.Deque[string]
+	sync      queueSync
 
 	closed       bool
 	keys         queueKeyer
@@ -142,6 +145,7 @@ func (f *DeltaFIFO) appendLocked(key string, d Delta) {
 	old, queued := f.items[key]
 	if !queued {
 		f.queue.PushBack(key)
+		f.itemsPeak = max(f.itemsPeak, len(f.items)+1)
 	}
 	f.items[key] = dedupLastDeletion(append(old, d))
 	f.cond.Broadcast()
@@ -172,24 +176,41 @@ func (f *DeltaFIFO) Replace(list []interface{}, _ string) error {
 	defer f.mu.Unlock()
 	keys := make([]string, len(list))
 	listed := make(map[string]struct{}, len(list))
+	unqueued := 0
 	for i, obj := range list {
 		key, err := f.keys.keyOf(obj)
 		if err != nil {
 			return KeyError{obj, err}
 		}
 		keys[i] = key
+		if _, dup := listed[key]; dup {
+			continue
+		}
 		listed[key] = struct{}{}
+		if _, queued := f.items[key]; !queued {
+			unqueued++
+		}
 	}
 	objs, err := transformAll(f.transformer, list)
 	if err != nil {
 		return fmt.Errorf("couldn't enqueue object: %w", err)
 	}
+	f.reserveLocked(unqueued)
 	for i, obj := range objs {
 		f.appendLocked(keys[i], Delta{Type: f.replaceType, Object: obj})
 	}
 	deletions := f.tombstoneQueuedLocked(listed) + f.tombstoneKnownLocked(listed)
 	f.sync.firstReplace(len(listed) + deletions)
 	return nil
+}
+
+// reserveLocked makes room for n new keys at once, so a relist allocates
+// its queue (and, for an empty queue, its map) in one step.
+func (f *DeltaFIFO) reserveLocked(n int) {
+	f.queue.Grow(n)
+	if len(f.items) == 0 && n > 0 {
+		f.items = make(map[string]Deltas, n)
+	}
 }
 
 // tombstoneQueuedLocked queues a tombstone for every queued key missing from
@@ -305,6 +326,7 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) (interface{}, error) {
 	f.sync.consumed(1)
 	deltas := f.items[key]
 	delete(f.items, key)
+	f.releaseDrainedMapLocked()
 	var item interface{} = deltas
 	depth := f.queue.Len()
 	if depth <= slowProcessingDepth {
@@ -317,6 +339,17 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) (interface{}, error) {
 			"reason", "slow event handlers blocking the queue")
 	}
 	return item, err
+}
+
+// drainedMapReset is the peak size above which an emptied items map is
+// reallocated rather than kept with its peak capacity.
+const drainedMapReset = 1024
+
+func (f *DeltaFIFO) releaseDrainedMapLocked() {
+	if len(f.items) == 0 && f.itemsPeak > drainedMapReset {
+		f.items = map[string]Deltas{}
+		f.itemsPeak = 0
+	}
 }
 
 // Close wakes every waiting Pop. Queued keys can still be popped; only when

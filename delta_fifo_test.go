@@ -298,3 +298,13 @@ func TestQ5_DeltaFIFOConcurrentProducersAndConsumer(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestD3_DrainedLargeQueueReleasesItsMap(t *testing.T) {
+	f := NewDeltaFIFOWithOptions(DeltaFIFOOptions{})
+	require.NoError(t, f.Replace(newTestPods(3000, 3, "1"), ""))
+	assert.Equal(t, 3000, f.itemsPeak)
+	dfifoDrain(t, f)
+	assert.Equal(t, 0, f.itemsPeak, "the peak-sized map was replaced")
+	require.NoError(t, f.Add(newTestPod("ns", "a", "1")))
+	assert.Equal(t, []string{"ns/a: Added"}, dfifoDrain(t, f))
+}

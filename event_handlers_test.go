@@ -81,9 +81,9 @@ func TestH2_FilteringTranslatesMembershipChanges(t *testing.T) {
 
 type nameTestHandler struct{}
 
-func (nameTestHandler) OnAdd(interface{}, bool)         {}
+func (nameTestHandler) OnAdd(interface{}, bool)           {}
 func (nameTestHandler) OnUpdate(interface{}, interface{}) {}
-func (nameTestHandler) OnDelete(interface{})            {}
+func (nameTestHandler) OnDelete(interface{})              {}
 
 func TestI11_HandlerNames(t *testing.T) {
 	const pkg = "github.com/openinformer/cache"

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/features"
 	"k8s.io/utils/clock"
 )
 
@@ -12,16 +13,18 @@ import (
 // (Get, GetByKey, List) comes across it, so reads never return it. ListKeys
 // does not check expiry. Build one with NewTTLStore or NewExpirationStore.
 type ExpirationCache struct {
-	storage ThreadSafeStore
 	keyFunc KeyFunc
 	clock   clock.Clock
 	policy  ExpirationPolicy
-	// expire removes an expired entry; test fakes replace it.
+	// expire removes an expired entry, with lock held; test fakes replace it.
 	expire func(key string)
 
-	// lock makes "check expiry, then remove" atomic with respect to writes,
-	// so an entry refreshed in between is never removed as expired.
-	lock sync.Mutex
+	// One lock guards everything: a read may remove the entry it found
+	// expired, so reads and writes both need exclusive access, and a single
+	// lock makes "check expiry, then remove" atomic with respect to writes.
+	lock    sync.Mutex
+	entries map[string]*TimestampedEntry
+	rv      string
 }
 
 var _ Store = &ExpirationCache{}
@@ -69,12 +72,12 @@ func NewExpirationStore(keyFunc KeyFunc, expirationPolicy ExpirationPolicy) Stor
 
 func newExpirationCache(keyFunc KeyFunc, policy ExpirationPolicy, clk clock.Clock) *ExpirationCache {
 	c := &ExpirationCache{
-		storage: NewThreadSafeStore(Indexers{}, Indices{}),
 		keyFunc: keyFunc,
 		clock:   clk,
 		policy:  policy,
+		entries: make(map[string]*TimestampedEntry),
 	}
-	c.expire = c.storage.Delete
+	c.expire = func(key string) { delete(c.entries, key) }
 	return c
 }
 
@@ -86,19 +89,21 @@ func (c *ExpirationCache) getOrExpire(key string) (interface{}, bool) {
 }
 
 func (c *ExpirationCache) getOrExpireLocked(key string) (interface{}, bool) {
-	item, ok := c.storage.Get(key)
-	if !ok {
-		return nil, false
-	}
-	entry, ok := item.(*TimestampedEntry)
-	if !ok {
-		return nil, false
-	}
-	if c.policy != nil && c.policy.IsExpired(entry) {
-		c.expire(key)
+	entry, ok := c.entries[key]
+	if !ok || !c.liveLocked(key, entry) {
 		return nil, false
 	}
 	return entry.Obj, true
+}
+
+// liveLocked reports whether the entry under key is alive, removing it if
+// it expired.
+func (c *ExpirationCache) liveLocked(key string, entry *TimestampedEntry) bool {
+	if c.policy != nil && c.policy.IsExpired(entry) {
+		c.expire(key)
+		return false
+	}
+	return true
 }
 
 // GetByKey returns the object under key unless it is absent or expired.
@@ -122,11 +127,10 @@ func (c *ExpirationCache) Get(obj interface{}) (interface{}, bool, error) {
 func (c *ExpirationCache) List() []interface{} {
 	c.lock.Lock()
 	defer c.lock.Unlock()
-	keys := c.storage.ListKeys()
-	list := make([]interface{}, 0, len(keys))
-	for _, key := range keys {
-		if obj, ok := c.getOrExpireLocked(key); ok {
-			list = append(list, obj)
+	list := make([]interface{}, 0, len(c.entries))
+	for key, entry := range c.entries {
+		if c.liveLocked(key, entry) {
+			list = append(list, entry.Obj)
 		}
 	}
 	return list
@@ -134,18 +138,33 @@ func (c *ExpirationCache) List() []interface{} {
 
 // ListKeys returns every stored key, expired or not.
 func (c *ExpirationCache) ListKeys() []string {
-	return c.storage.ListKeys()
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	keys := make([]string, 0, len(c.entries))
+	for key := range c.entries {
+		keys = append(keys, key)
+	}
+	return keys
 }
 
 // LastStoreSyncResourceVersion returns the resource version last recorded
-// by Replace, Bookmark or Delete.
+// by Replace, Bookmark or the Delete of an object with metadata, or ""
+// while the AtomicFIFO feature gate is off. Add and Update do not record
+// one: like client-go, the cache stores entries, not the objects.
 func (c *ExpirationCache) LastStoreSyncResourceVersion() string {
-	return c.storage.LastStoreSyncResourceVersion()
+	if !features.FeatureGates().Enabled(features.AtomicFIFO) {
+		return ""
+	}
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	return c.rv
 }
 
 // Bookmark records rv as the store's resource version.
 func (c *ExpirationCache) Bookmark(rv string) {
-	c.storage.Bookmark(rv)
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	c.rv = rv
 }
 
 // Add stores obj with the current time, replacing any entry with the same
@@ -157,7 +176,7 @@ func (c *ExpirationCache) Add(obj interface{}) error {
 	}
 	c.lock.Lock()
 	defer c.lock.Unlock()
-	c.storage.Add(key, &TimestampedEntry{Obj: obj, Timestamp: c.clock.Now()})
+	c.entries[key] = &TimestampedEntry{Obj: obj, Timestamp: c.clock.Now()}
 	return nil
 }
 
@@ -166,16 +185,20 @@ func (c *ExpirationCache) Update(obj interface{}) error {
 	return c.Add(obj)
 }
 
-// Delete removes the entry with obj's key, if any. A key failure is a
-// KeyError.
+// Delete removes the entry with obj's key, if any, and records obj's
+// resource version if it has metadata. A key failure is a KeyError.
 func (c *ExpirationCache) Delete(obj interface{}) error {
 	key, err := c.keyFunc(obj)
 	if err != nil {
 		return KeyError{obj, err}
 	}
+	m, metaErr := accessor(obj)
 	c.lock.Lock()
 	defer c.lock.Unlock()
-	c.storage.DeleteWithObject(key, obj)
+	delete(c.entries, key)
+	if metaErr == nil {
+		c.rv = m.GetResourceVersion()
+	}
 	return nil
 }
 
@@ -184,17 +207,17 @@ func (c *ExpirationCache) Delete(obj interface{}) error {
 // changes and the KeyError is returned.
 func (c *ExpirationCache) Replace(list []interface{}, resourceVersion string) error {
 	now := c.clock.Now()
-	items := make(map[string]interface{}, len(list))
+	entries := make(map[string]*TimestampedEntry, len(list))
 	for _, obj := range list {
 		key, err := c.keyFunc(obj)
 		if err != nil {
 			return KeyError{obj, err}
 		}
-		items[key] = &TimestampedEntry{Obj: obj, Timestamp: now}
+		entries[key] = &TimestampedEntry{Obj: obj, Timestamp: now}
 	}
 	c.lock.Lock()
 	defer c.lock.Unlock()
-	c.storage.Replace(items, resourceVersion)
+	c.entries, c.rv = entries, resourceVersion
 	return nil
 }
 

@@ -34,7 +34,7 @@ func NewFakeExpirationStore(keyFunc KeyFunc, deletedKeys chan<- string, expirati
 	c := newExpirationCache(keyFunc, expirationPolicy, cacheClock)
 	c.expire = func(key string) {
 		if deletedKeys != nil {
-			c.storage.Delete(key)
+			delete(c.entries, key)
 			deletedKeys <- key
 		}
 	}

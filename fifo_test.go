@@ -948,3 +948,41 @@ func TestQueueDifferentialAgainstClientGo(t *testing.T) {
 		})
 	}
 }
+
+func TestM4_HeapDifferentialAgainstClientGo(t *testing.T) {
+	less := func(a, b interface{}) bool { return a.(heapTestItem).priority < b.(heapTestItem).priority }
+	for seed := int64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		ours, theirs := NewHeap(heapTestKey, less), clientcache.NewHeap(heapTestKey, less)
+		item := func() heapTestItem {
+			// Few priorities, so ties are common and their order matters.
+			return heapTestItem{name: fmt.Sprint("k", rng.Intn(12)), priority: rng.Intn(4)}
+		}
+		for step := 0; step < 300; step++ {
+			var a, b string
+			switch rng.Intn(6) {
+			case 0:
+				it := item()
+				a, b = queueErrString(ours.Add(it)), queueErrString(theirs.Add(it))
+			case 1:
+				it := item()
+				a, b = queueErrString(ours.AddIfNotPresent(it)), queueErrString(theirs.AddIfNotPresent(it))
+			case 2:
+				list := []interface{}{item(), item(), item()}
+				a, b = queueErrString(ours.BulkAdd(list)), queueErrString(theirs.BulkAdd(list))
+			case 3:
+				it := item()
+				a, b = queueErrString(ours.Delete(it)), queueErrString(theirs.Delete(it))
+			default:
+				if len(theirs.ListKeys()) == 0 {
+					continue
+				}
+				x, errA := ours.Pop()
+				y, errB := theirs.Pop()
+				a, b = fmt.Sprint(x, errA), fmt.Sprint(y, errB)
+			}
+			require.Equal(t, b, a, "seed %d step %d", seed, step)
+		}
+		assert.ElementsMatch(t, theirs.ListKeys(), ours.ListKeys())
+	}
+}

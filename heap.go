@@ -51,6 +51,7 @@ func (h *heapData) Swap(i, j int) {
 	h.entries[j].index = j
 }
 
+// Push and Pop keep byKey in step with entries.
 func (h *heapData) Push(x interface{}) {
 	e := x.(*heapEntry)
 	e.index = len(h.entries)

@@ -481,11 +481,13 @@ func (l *processorListener) shouldResync(now time.Time) bool {
 }
 
 // priorState is what a handler held for a key before the first notification
-// that a collapse discarded.
+// that a collapse discarded. When that notification was a delete, the
+// handler held the deleted object, so the delete itself is kept.
 type priorState struct {
-	obj     interface{}
-	present bool
-	initial bool
+	obj      interface{}
+	present  bool
+	initial  bool
+	deletion interface{}
 }
 
 // backlogOverflow is a collapsed backlog. Instead of the notifications it
@@ -520,22 +522,19 @@ func (o *backlogOverflow) record(l *processorListener, n notification) {
 	switch n.kind {
 	case addNotification:
 		o.prior[key] = priorState{initial: n.initial}
-	default:
-		o.prior[key] = priorState{obj: unwrapTombstone(n.oldObj), present: true}
+	case updateNotification:
+		o.prior[key] = priorState{obj: n.oldObj, present: true}
+	case deleteNotification:
+		o.prior[key] = priorState{present: true, deletion: n.oldObj}
 	}
-}
-
-func unwrapTombstone(obj interface{}) interface{} {
-	if t, ok := obj.(DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
 }
 
 // reconcile compares what the handler held with the cache, key by key in
-// sorted order: present in both → update, only in the cache → add, only
-// before → delete with a DeletedFinalStateUnknown tombstone (its final
-// state was not observed).
+// sorted order. A key whose first dropped notification was a delete gets
+// that delete, followed by an add if the key exists again. Otherwise:
+// present before and now → update from the old to the current object;
+// only now → add; only before → delete with a DeletedFinalStateUnknown
+// tombstone holding the old object (the final state was not observed).
 func (o *backlogOverflow) reconcile(store Store) []notification {
 	keys := make([]string, 0, len(o.prior))
 	for k := range o.prior {
@@ -547,6 +546,11 @@ func (o *backlogOverflow) reconcile(store Store) []notification {
 		before := o.prior[k]
 		cur, exists, _ := store.GetByKey(k)
 		switch {
+		case before.deletion != nil:
+			notes = append(notes, notification{kind: deleteNotification, oldObj: before.deletion})
+			if exists {
+				notes = append(notes, notification{kind: addNotification, newObj: cur})
+			}
 		case exists && before.present:
 			notes = append(notes, notification{kind: updateNotification, oldObj: before.obj, newObj: cur})
 		case exists:

@@ -369,19 +369,21 @@ func TestHandlerLagMetricsAndSlowHandlerWarning(t *testing.T) {
 func TestBacklogBoundCollapsesIntoResync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &listenerTestMetrics{}
-		p := newListenerTestProcessor(4)
+		p := newListenerTestProcessor(0)
 		p.cfg.metrics = m
 		r := &listenerTestRecorder{gate: make(chan struct{})}
 		p.listen(r)
-		// The handler already saw a@1, b@1 and gone@1.
-		for _, name := range []string{"a", "b", "gone"} {
+		// The handler already saw a@1, b@1, c@1, gone@1 and back@1; then its
+		// backlog gets bounded to 4.
+		for _, name := range []string{"a", "b", "c", "gone", "back"} {
 			p.upsert(newTestPod("ns", name, "1"))
 		}
 		stop := p.start()
-		for range 3 {
+		for range 5 {
 			r.gate <- struct{}{}
 		}
 		synctest.Wait()
+		p.cfg.backlogLimit = 4
 		p.upsert(newTestPod("ns", "a", "2")) // in flight, blocked in the handler
 		synctest.Wait()
 		p.upsert(newTestPod("ns", "a", "3"))
@@ -392,19 +394,25 @@ func TestBacklogBoundCollapsesIntoResync(t *testing.T) {
 		p.upsert(newTestPod("ns", "brief", "1"))
 		p.remove(newTestPod("ns", "brief", "1"))
 		p.upsert(newTestPod("ns", "b", "3"))
+		p.upsert(newTestPod("ns", "c", "2"))
+		p.remove(newTestPod("ns", "c", "2"))
+		p.remove(newTestPod("ns", "back", "1"))
+		p.upsert(newTestPod("ns", "back", "2"))
 		assert.Equal(t, int32(1), m.collapses.Load())
-		assert.Equal(t, 5.0, m.pending.Load(), "pending counts collapsed keys")
-		for range 5 {
+		assert.Equal(t, 7.0, m.pending.Load(), "pending counts collapsed keys")
+		for range 8 {
 			r.gate <- struct{}{}
 		}
 		synctest.Wait()
 		assert.Equal(t, []string{
-			"add ns/a@1 false", "add ns/b@1 false", "add ns/gone@1 false",
+			"add ns/a@1 false", "add ns/b@1 false", "add ns/c@1 false", "add ns/gone@1 false", "add ns/back@1 false",
 			"update ns/a@1->ns/a@2",
-			// resync, sorted by key; brief came and went: nothing.
+			// The resync, sorted by key; brief came and went: nothing.
 			"update ns/a@2->ns/a@4",
 			"update ns/b@1->ns/b@3",
-			"delete tombstone(ns/gone@1)",
+			"delete ns/back@1", "add ns/back@2 false", // the dropped delete is kept, then the new object
+			"delete tombstone(ns/c@1)", // updated then deleted: last seen state in a tombstone
+			"delete ns/gone@1",
 			"add ns/new@1 false",
 		}, r.got())
 		// After the resync the listener queues normally again.

@@ -758,3 +758,16 @@ func TestG2_InformerQueuePassesThroughOptions(t *testing.T) {
 	require.NoError(t, f.Add(newTestPod("ns", "a", "1")))
 	assert.Equal(t, []float64{1}, m.queued)
 }
+
+func TestR5_AtomicReplaceDoesNotCopyTheList(t *testing.T) {
+	f := rfifoAtomic()
+	list := newTestPods(1000, 4, "1")
+	require.NoError(t, f.Replace(list, "1"))
+	_, err := f.Pop(func(obj interface{}, _ bool) error {
+		objs := obj.(Deltas)[0].Object.(ReplacedAllInfo).Objects
+		require.Len(t, objs, len(list))
+		assert.Same(t, &list[0], &objs[0], "without a transformer the relisted set is held once, not copied")
+		return nil
+	})
+	require.NoError(t, err)
+}

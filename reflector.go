@@ -122,6 +122,13 @@ func DefaultWatchErrorHandler(ctx context.Context, r *clientcache.Reflector, err
 	}
 }
 
+// NewNamespaceKeyedIndexerAndReflector returns an Indexer keyed by
+// namespace/name with a namespace index, and a Reflector that fills it.
+func NewNamespaceKeyedIndexerAndReflector(lw ListerWatcher, expectedType interface{}, resyncPeriod time.Duration) (indexer Indexer, reflector *Reflector) {
+	indexer = NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	return indexer, NewReflector(lw, expectedType, indexer, resyncPeriod)
+}
+
 // NewReflector returns a Reflector named after the calling source line.
 func NewReflector(lw ListerWatcher, expectedType interface{}, store ReflectorStore, resyncPeriod time.Duration) *Reflector {
 	return NewReflectorWithOptions(lw, expectedType, store, ReflectorOptions{ResyncPeriod: resyncPeriod})

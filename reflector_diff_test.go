@@ -191,4 +191,3 @@ func callStrings(calls []reflectorCall) []string {
 	}
 	return out
 }
-

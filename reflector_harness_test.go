@@ -229,12 +229,12 @@ func (w *reflectorScriptWatcher) Stop() {
 // reflectorTestStore is a map-backed ReflectorStore that records what was
 // done to it.
 type reflectorTestStore struct {
-	mu        sync.Mutex
-	items     map[string]interface{}
-	ops       []string
-	bookmarks []string
-	rvUpdates []string
-	resyncErr error
+	mu         sync.Mutex
+	items      map[string]interface{}
+	ops        []string
+	bookmarks  []string
+	rvUpdates  []string
+	resyncErr  error
 	replaceErr error
 }
 

@@ -211,7 +211,8 @@ func (run *reflectorRun) resync() error {
 			return err
 		}
 	}
-	run.resyncTimer.Reset(r.resyncPeriod)
+	run.resyncTimer.Stop()
+	run.resyncTimer = r.clock.NewTimer(r.resyncPeriod)
 	return nil
 }
 

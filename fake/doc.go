@@ -1,2 +1,69 @@
-// Package fake is placeholder.
+// Package fake is an in-memory API server for one resource that behaves like a real
+// kube-apiserver's watch cache, and that a test can break on purpose.
+//
+// A Server implements client-go's ListerWatcher and ListerWatcherWithContext, so it plugs into
+// any informer or reflector where a client-backed ListWatch would go:
+//
+//	srv := fake.MustNew(fake.Options{Object: &corev1.Pod{}, Clock: fakeClock})
+//	informer := cache.NewSharedIndexInformer(srv, &corev1.Pod{}, 0, cache.Indexers{})
+//
+// Use srv.Namespace("ns") for a ListerWatcher limited to one namespace. For unstructured
+// objects leave Object nil and set Options.GroupVersionKind.
+//
+// # Changing objects
+//
+// Create, Update, Patch (JSON merge patch, JSON patch; strategic merge patch for typed objects)
+// and Delete
+// behave like the API server's: one resourceVersion counter increases by one per write;
+// create fills UID, creationTimestamp and generateName; a resourceVersion on update is a
+// precondition (409 Conflict); an update that changes nothing is not written and sends no
+// event; missing objects are NotFound and duplicates AlreadyExists. Every object returned is a
+// deep copy, so a test cannot reach into the server's state. Typed objects are stored and served
+// without apiVersion/kind, as a typed clientset decodes them.
+//
+// # Reading: LIST and WATCH
+//
+// LIST and WATCH follow the API server's rules (see the comments on each rule in the source):
+//
+//   - label selectors; field selectors on metadata.name, metadata.namespace and any field added
+//     with Options.Fields (others are 400 BadRequest);
+//   - options validated by apimachinery's own ValidateListOptions (422 Invalid);
+//   - LIST resourceVersion "" (latest), "0" (latest, limit ignored as the watch cache does),
+//     Exact or legacy-with-limit (that snapshot, 410 Expired below the history window, "Too
+//     large resource version" above the current one), NotOlderThan (latest, too large above);
+//   - limit/continue paging over a consistent snapshot, ordered by namespace/name like etcd;
+//     continue tokens expire with the history window (410 with an inconsistent-continue token);
+//   - WATCH from any resourceVersion inside the window (Options.HistorySize events), 410
+//     "too old resource version" below it, delivered as an ERROR event as the watch cache does;
+//   - objects moving into a watch's selector arrive as ADDED, out of it as DELETED;
+//   - bookmarks every Options.BookmarkInterval (and 2s before TimeoutSeconds runs out) when
+//     allowWatchBookmarks is set, on Options.Clock, so a fake clock makes them deterministic;
+//   - watch-list streaming (sendInitialEvents=true, resourceVersionMatch=NotOlderThan): ADDED
+//     for every object, then a BOOKMARK annotated k8s.io/initial-events-end at the current RV;
+//     Options.WatchListUnsupported turns it off and advertises that through
+//     IsWatchListSemanticsUnSupported, so client-go's reflector uses LIST instead.
+//
+// A watch never drops events and never blocks writers: each has its own unbounded queue and a
+// goroutine that ends on Stop, on its context, on timeout, or when the server closes it.
+//
+// # Breaking things
+//
+//   - FailNextLists / FailNextWatches: the next N requests fail with TooManyRequests,
+//     InternalError, Expired, Gone, ConnectionRefused or any error.
+//   - CloseWatches: every open watch drops, queued events lost (clients resume from their RV).
+//   - CloseWatchesAfter(n): every open watch drops after n more events.
+//   - SendWatchError: every open watch gets an ERROR event, then closes.
+//   - Compact: history up to now is gone; older RVs and continue tokens get 410.
+//   - Restart(jump): new resourceVersion epoch; open watches closed, all older RVs get 410.
+//   - HoldEvents: delivery stalls (events keep queueing) until the returned release is called.
+//
+// Requests returns every LIST and WATCH received with its options, for assertions such as
+// "the informer relisted from resourceVersion X".
+//
+// # Differences from a real server
+//
+// Requests for a future resourceVersion that a real server would wait up to 3 seconds for fail
+// at once; there are no finalizers, graceful deletion, generation, managedFields or
+// subresources; a watch with no timeout never times out unless Options.DefaultWatchTimeout is
+// set (a real server closes it after 30 to 60 minutes).
 package fake

@@ -105,8 +105,10 @@ func (s *Server) Restart(jump uint64) {
 	s.closeWatchesLocked()
 }
 
-// HoldEvents stops event delivery on every watch (events keep queueing, nothing is lost or
-// blocked) until the returned release function is called. Release is idempotent.
+// HoldEvents stops event delivery on every watch, new ones included (events keep queueing,
+// nothing is lost or blocked), until the returned release function is called. An event a watch
+// was already handing to a waiting receiver may still arrive; everything written after
+// HoldEvents returns waits. Release is idempotent.
 func (s *Server) HoldEvents() (release func()) {
 	s.gateMu.Lock()
 	defer s.gateMu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,8 +96,8 @@ func (s *Server) Delete(namespace, name string) (runtime.Object, error) {
 	return final.DeepCopyObject(), nil
 }
 
-// Patch applies a JSON merge patch (types.MergePatchType) or, for typed objects, a strategic
-// merge patch to a stored object and stores the result like Update (a resourceVersion in the
+// Patch applies a JSON merge patch, a JSON patch or, for typed objects, a strategic merge patch
+// to a stored object and stores the result like Update (a resourceVersion in the
 // patch is a precondition).
 func (s *Server) Patch(namespace, name string, pt types.PatchType, data []byte) (runtime.Object, error) {
 	s.mu.Lock()
@@ -126,6 +127,8 @@ func (s *Server) applyPatch(old runtime.Object, pt types.PatchType, data []byte)
 	switch {
 	case pt == types.MergePatchType:
 		result, err = mergePatch(original, data)
+	case pt == types.JSONPatchType:
+		result, err = applyJSONPatch(original, data)
 	case pt == types.StrategicMergePatchType && !s.kind.unstructured:
 		result, err = strategicpatch.StrategicMergePatch(original, data, s.kind.newObj())
 	default:
@@ -142,6 +145,15 @@ func (s *Server) applyPatch(old runtime.Object, pt types.PatchType, data []byte)
 		out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	}
 	return out, nil
+}
+
+// applyJSONPatch applies an RFC 6902 JSON patch with the library the API server uses.
+func applyJSONPatch(doc, patch []byte) ([]byte, error) {
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	return p.Apply(doc)
 }
 
 // mergePatch applies an RFC 7386 JSON merge patch.
@@ -198,7 +210,7 @@ func (s *Server) updateLocked(key string, old, obj runtime.Object) (runtime.Obje
 	}
 	if uid := m.GetUID(); uid != "" && uid != om.GetUID() {
 		return nil, apierrors.NewConflict(s.kind.resource, m.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
+			fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
 	}
 	m.SetUID(om.GetUID())
 	m.SetCreationTimestamp(om.GetCreationTimestamp())

@@ -161,7 +161,12 @@ func TestPatch(t *testing.T) {
 	assert.True(t, apierrors.IsBadRequest(err), "got %v", err)
 	_, err = s.Patch("ns", "a", types.MergePatchType, []byte(`not json`))
 	assert.True(t, apierrors.IsBadRequest(err), "got %v", err)
-	_, err = s.Patch("ns", "a", types.JSONPatchType, []byte(`[]`))
+	out, err = s.Patch("ns", "a", types.JSONPatchType, []byte(`[{"op":"add","path":"/metadata/finalizers","value":["f"]}]`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"f"}, out.(*corev1.Pod).Finalizers)
+	_, err = s.Patch("ns", "a", types.JSONPatchType, []byte(`[{"op":"test","path":"/metadata/name","value":"zzz"}]`))
+	assert.True(t, apierrors.IsBadRequest(err), "failed test op: %v", err)
+	_, err = s.Patch("ns", "a", types.ApplyYAMLPatchType, []byte(`{}`))
 	assert.Equal(t, int32(415), apiStatusCode(err))
 	_, err = s.Patch("ns", "missing", types.MergePatchType, []byte(`{}`))
 	assert.True(t, apierrors.IsNotFound(err), "got %v", err)
@@ -218,7 +223,10 @@ func TestUnstructuredObjects(t *testing.T) {
 }
 
 func TestInitialObjectsStartTheWindow(t *testing.T) {
-	s, _ := newFakeTestServer(t, Options{Objects: []runtime.Object{fakeTestPod("ns", "a"), fakeTestPod("ns", "b")}})
+	withRV := fakeTestPod("ns", "b")
+	withRV.ResourceVersion = "77"
+	s, _ := newFakeTestServer(t, Options{Objects: []runtime.Object{fakeTestPod("ns", "a"), withRV}})
+	assert.Equal(t, "77", withRV.ResourceVersion, "the caller's object is not modified")
 	assert.Equal(t, "3", s.ResourceVersion())
 	assert.Len(t, s.Objects(), 2)
 	// Like a watch cache just filled from storage: older RVs are outside the window.

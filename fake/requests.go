@@ -42,3 +42,11 @@ func (s *Server) ResetRequests() {
 func (s *Server) recordLocked(verb, ns string, o metav1.ListOptions) {
 	s.requests = append(s.requests, Request{Verb: verb, Namespace: ns, Options: *o.DeepCopy()})
 }
+
+// OpenWatches returns how many watches are open, so a test can wait for a client to be watching
+// before it injects a fault.
+func (s *Server) OpenWatches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watchers)
+}

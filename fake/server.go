@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
 
@@ -52,9 +53,17 @@ type Options struct {
 	// 400, as the API server does.
 	Fields map[string]func(obj runtime.Object) string
 	// Objects are loaded at start, as if the server had just listed them from storage: they get
-	// resourceVersions and the history window starts after them.
+	// new resourceVersions (any they carry is replaced) and the history window starts after them.
 	Objects []runtime.Object
 }
+
+// The fake plugs in wherever client-go's (and openinformer's) ListerWatcher goes.
+var (
+	_ clientcache.ListerWatcherWithContext = (*Server)(nil)
+	_ clientcache.ListerWatcher            = (*Server)(nil)
+	_ clientcache.ListerWatcherWithContext = (*NamespaceView)(nil)
+	_ clientcache.ListerWatcher            = (*NamespaceView)(nil)
+)
 
 // Server is an in-memory API server for one resource. It implements client-go's ListerWatcher
 // and ListerWatcherWithContext for all namespaces; Namespace gives a view of one namespace.
@@ -128,13 +137,23 @@ func New(opts Options) (*Server, error) {
 		watchers: map[*watcher]struct{}{},
 	}
 	for _, obj := range opts.Objects {
-		if _, err := s.Create(obj); err != nil {
+		if err := s.seed(obj); err != nil {
 			return nil, fmt.Errorf("fake: loading initial object: %w", err)
 		}
 	}
 	s.history = nil
 	s.floor = s.rv
 	return s, nil
+}
+
+// seed creates an initial object; a resourceVersion it carries is replaced, not rejected.
+func (s *Server) seed(obj runtime.Object) error {
+	if m, ok := obj.(metav1.Object); ok && m.GetResourceVersion() != "" {
+		obj = obj.DeepCopyObject()
+		obj.(metav1.Object).SetResourceVersion("")
+	}
+	_, err := s.Create(obj)
+	return err
 }
 
 // MustNew is New for tests: it panics on a configuration error.
@@ -306,7 +325,8 @@ func (s *Server) appendEventLocked(ev event) {
 	s.history = append(s.history, ev)
 	if over := len(s.history) - s.opts.HistorySize; over > 0 {
 		s.floor = s.history[over-1].rv
-		s.history = append(s.history[:0:0], s.history[over:]...)
+		clear(s.history[:over]) // let the dropped objects go; append reallocates the rest later
+		s.history = s.history[over:]
 	}
 	for w := range s.watchers {
 		w.offer(ev)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,8 +30,9 @@ func soakTestEnvInt(t *testing.T, name string, def int64) int64 {
 // TestSoakClientGoInformerWithRandomFaults drives many random writes and faults through
 // client-go's informer, in watch-list and in LIST mode, and checks that the cache converges on the
 // server's contents and that every handler saw, per key, an in-order history ending in the latest
-// state. Each fault typically costs the reflector one backoff (about a second of real time), so
-// the default run is small; scale it with FAKE_SOAK_EVENTS, FAKE_SOAK_FAULTS and replay a run
+// state. Each fault typically costs the reflector one backoff on the real clock (0.8s, doubling
+// up to 30-60s while faults keep coming within two minutes), so the default run is small; scale
+// it with FAKE_SOAK_EVENTS and FAKE_SOAK_FAULTS (minutes for a dozen faults) and replay a run
 // with FAKE_SOAK_SEED.
 func TestSoakClientGoInformerWithRandomFaults(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -77,14 +79,14 @@ func runSoakTest(t *testing.T, watchListUnsupported bool, events, faults int, rn
 		if i == recoverAt {
 			release()
 			release = func() {}
-			require.Eventually(t, converged, 60*time.Second, 5*time.Millisecond)
+			soakTestAwait(t, s, converged)
 		}
 		if rng.IntN(200) == 0 {
 			clk.Step(time.Duration(rng.IntN(90)) * time.Second) // bookmarks and watch timeouts
 		}
 	}
 	release()
-	require.Eventually(t, converged, 60*time.Second, 5*time.Millisecond)
+	soakTestAwait(t, s, converged)
 	rec.checkFinal(t, s)
 	t.Logf("requests: %v; final RV %s", verbs(s.Requests()), s.ResourceVersion())
 }
@@ -138,4 +140,19 @@ func soakTestFault(t *testing.T, s *Server, clk *testingclock.FakeClock, rng *ra
 		clk.Step(10 * time.Minute) // every watch times out
 	}
 	return func() {}
+}
+
+// soakTestAwait waits for the cache to converge and, if it does not, shows how the client got
+// there.
+func soakTestAwait(t *testing.T, s *Server, converged func() bool) {
+	t.Helper()
+	// The reflector's backoff (real clock) grows to 30-60s when faults come faster than every two
+	// minutes, so a long run with many faults needs this much patience.
+	if assert.Eventually(t, converged, 3*time.Minute, 5*time.Millisecond) {
+		return
+	}
+	for _, r := range s.Requests() {
+		t.Logf("%s rv=%q sendInitialEvents=%v", r.Verb, r.Options.ResourceVersion, r.Options.SendInitialEvents != nil)
+	}
+	t.Fatalf("no convergence at server RV %s", s.ResourceVersion())
 }

@@ -25,7 +25,7 @@ func (d *Deque[T]) Len() int { return d.n }
 // PushBack appends v at the tail.
 func (d *Deque[T]) PushBack(v T) {
 	if d.n == len(d.buf) {
-		d.resize(grownCap(len(d.buf)))
+		d.resize(max(minCap, 2*len(d.buf)))
 	}
 	d.buf[d.slot(d.n)] = v
 	d.n++
@@ -37,15 +37,6 @@ func (d *Deque[T]) Grow(n int) {
 	if need := d.n + n; need > len(d.buf) {
 		d.resize(max(minCap, need))
 	}
-}
-
-// grownCap is the next capacity: doubling while small, then growing by a
-// quarter, as append does, so large queues do not over-allocate by half.
-func grownCap(c int) int {
-	if c < 1024 {
-		return max(minCap, 2*c)
-	}
-	return c + c/4
 }
 
 // slot maps a position counted from the head to an index in buf.

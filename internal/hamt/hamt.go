@@ -54,15 +54,29 @@ type entry[V any] struct {
 	val V
 }
 
-// node holds its inline entries and its subtries in two arrays ordered by
-// hash fragment. A node at or below hashBits depth is a collision node: its
-// entries are unordered and it has no subtries.
+// inlineEntries is how many entries a node stores in its own allocation.
+// Most leaves of a large trie hold a few entries, so keeping them next to
+// the node header halves the allocations and the cache misses of a walk.
+const inlineEntries = 4
+
+// node holds its entries and its subtries in two arrays ordered by hash
+// fragment. A node at or below hashBits depth is a collision node: its
+// entries are unordered and it has no subtries. entries points into inline
+// until it outgrows it.
 type node[V any] struct {
 	dataMap uint32
 	nodeMap uint32
 	epoch   Epoch
 	entries []entry[V]
 	kids    []*node[V]
+	inline  [inlineEntries]entry[V]
+}
+
+// newNode returns an empty node owned by e whose entries use inline.
+func newNode[V any](e Epoch) *node[V] {
+	n := &node[V]{epoch: e}
+	n.entries = n.inline[:0]
+	return n
 }
 
 // Len returns the number of keys.
@@ -117,7 +131,7 @@ func index(bitmap, bit uint32) int {
 // the others. It returns the value it replaced, if any.
 func (m *Map[V]) Set(e Epoch, key string, val V) (old V, replaced bool) {
 	if m.root == nil {
-		m.root = &node[V]{epoch: e}
+		m.root = newNode[V](e)
 	}
 	m.root, old, replaced = m.root.set(e, hashKey(key), 0, key, val)
 	if !replaced {
@@ -131,8 +145,11 @@ func (n *node[V]) owned(e Epoch) *node[V] {
 	if n.epoch == e {
 		return n
 	}
-	c := &node[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, epoch: e}
-	if len(n.entries) > 0 {
+	c := newNode[V](e)
+	c.dataMap, c.nodeMap = n.dataMap, n.nodeMap
+	if len(n.entries) <= inlineEntries {
+		c.entries = append(c.entries, n.entries...)
+	} else {
 		c.entries = append([]entry[V](nil), n.entries...)
 	}
 	if len(n.kids) > 0 {
@@ -197,9 +214,9 @@ func (n *node[V]) setCollision(e Epoch, key string, val V) (*node[V], V, bool) {
 
 // pair builds the smallest subtrie at shift holding two distinct keys.
 func pair[V any](e Epoch, h1 uint64, e1 entry[V], h2 uint64, e2 entry[V], shift uint) *node[V] {
-	n := &node[V]{epoch: e}
+	n := newNode[V](e)
 	if shift >= hashBits {
-		n.entries = []entry[V]{e1, e2}
+		n.entries = append(n.entries, e1, e2)
 		return n
 	}
 	f1, f2 := (h1>>shift)&fanoutMask, (h2>>shift)&fanoutMask
@@ -210,9 +227,9 @@ func pair[V any](e Epoch, h1 uint64, e1 entry[V], h2 uint64, e2 entry[V], shift 
 	}
 	n.dataMap = 1<<f1 | 1<<f2
 	if f1 < f2 {
-		n.entries = []entry[V]{e1, e2}
+		n.entries = append(n.entries, e1, e2)
 	} else {
-		n.entries = []entry[V]{e2, e1}
+		n.entries = append(n.entries, e2, e1)
 	}
 	return n
 }

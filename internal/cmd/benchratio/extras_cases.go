@@ -20,6 +20,9 @@ func init() {
 		benchCase{"Extras/MutationCache/Mutation", extrasMutationWrite(ours.NewIntegerResourceVersionMutationCache), extrasMutationWrite(theirs.NewIntegerResourceVersionMutationCache)},
 		benchCase{"Extras/MutationCache/ByIndexIncludeAdds", extrasMutationByIndex(ours.NewIntegerResourceVersionMutationCache), extrasMutationByIndex(theirs.NewIntegerResourceVersionMutationCache)},
 		benchCase{"Extras/TypedHandler/Dispatch", extrasTypedDispatch(extrasOursTyped), extrasTypedDispatch(extrasTheirsTyped)},
+		benchCase{"Extras/TTLStore/AddGet", extrasTTLAddGet(ours.NewTTLStore), extrasTTLAddGet(theirs.NewTTLStore)},
+		benchCase{"Extras/TTLStore/List1000", extrasTTLList(ours.NewTTLStore), extrasTTLList(theirs.NewTTLStore)},
+		benchCase{"Extras/UndeltaStore/Update100", extrasUndelta(ours.NewUndeltaStore), extrasUndelta(theirs.NewUndeltaStore)},
 	)
 }
 
@@ -144,6 +147,65 @@ func extrasTypedDispatch(register func(*extrasCaptureInformer, theirs.TypedResou
 		}
 		if n != 3*b.N {
 			b.Fatalf("handled %d events", n)
+		}
+	}
+}
+
+// extrasTTLAddGet refreshes and reads back one of 1000 entries per op.
+func extrasTTLAddGet(newStore func(theirs.KeyFunc, time.Duration) theirs.Store) func(*testing.B) {
+	return func(b *testing.B) {
+		s := newStore(theirs.MetaNamespaceKeyFunc, time.Hour)
+		pods := make([]*v1.Pod, 1000)
+		for i := range pods {
+			pods[i] = extrasPod(i, "1")
+			_ = s.Add(pods[i])
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p := pods[i%len(pods)]
+			_ = s.Add(p)
+			if _, ok, _ := s.Get(p); !ok {
+				b.Fatal("missing")
+			}
+		}
+	}
+}
+
+// extrasTTLList lists 1000 live entries, checking each for expiry.
+func extrasTTLList(newStore func(theirs.KeyFunc, time.Duration) theirs.Store) func(*testing.B) {
+	return func(b *testing.B) {
+		s := newStore(theirs.MetaNamespaceKeyFunc, time.Hour)
+		for i := 0; i < 1000; i++ {
+			_ = s.Add(extrasPod(i, "1"))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if len(s.List()) != 1000 {
+				b.Fatal("short list")
+			}
+		}
+	}
+}
+
+// extrasUndelta updates one of 100 objects per op, pushing the full list.
+func extrasUndelta[U theirs.Store](newStore func(func([]interface{}), theirs.KeyFunc) U) func(*testing.B) {
+	return func(b *testing.B) {
+		var pushed int
+		s := newStore(func(list []interface{}) { pushed += len(list) }, theirs.MetaNamespaceKeyFunc)
+		pods := make([]*v1.Pod, 100)
+		for i := range pods {
+			pods[i] = extrasPod(i, "1")
+			_ = s.Add(pods[i])
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			_ = s.Update(pods[i%len(pods)])
+		}
+		if pushed < b.N*100 {
+			b.Fatal("missing pushes")
 		}
 	}
 }

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	oi "github.com/openinformer/cache"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientcache "k8s.io/client-go/tools/cache"
+)
+
+// informerImpl is one shared informer implementation under comparison.
+type informerImpl struct {
+	newInformer func(clientcache.ListerWatcher, apiruntime.Object, time.Duration, clientcache.Indexers) clientcache.SharedIndexInformer
+	shutDown    func(clientcache.SharedInformer, clientcache.ResourceEventHandlerRegistration) error
+}
+
+var (
+	oursInformer   = informerImpl{oi.NewSharedIndexInformer, oi.ShutDownEventHandler}
+	theirsInformer = informerImpl{clientcache.NewSharedIndexInformer, clientcache.ShutDownEventHandler}
+)
+
+func init() {
+	register(
+		benchCase{Name: "informer/events-4-handlers-after-50k-sync",
+			Ours: func(b *testing.B) { benchInformerEvents(b, oursInformer) }, Theirs: func(b *testing.B) { benchInformerEvents(b, theirsInformer) }},
+		benchCase{Name: "informer/fast-handlers-beside-1ms-handler",
+			Ours: func(b *testing.B) { benchInformerSlowHandler(b, oursInformer) }, Theirs: func(b *testing.B) { benchInformerSlowHandler(b, theirsInformer) }},
+		benchCase{Name: "informer/late-handler-synced-after-100k-sync",
+			Ours: func(b *testing.B) { benchInformerLateHandler(b, oursInformer) }, Theirs: func(b *testing.B) { benchInformerLateHandler(b, theirsInformer) }},
+	)
+}
+
+// benchPodVersions holds two versions of every pod key, built once and
+// shared read-only by all runs, so object construction is not measured.
+var benchPodVersions = struct {
+	once sync.Once
+	pods [2][]*v1.Pod
+}{}
+
+const benchMaxPods = 100000
+
+func benchPods() [2][]*v1.Pod {
+	benchPodVersions.once.Do(func() {
+		for v := range benchPodVersions.pods {
+			pods := make([]*v1.Pod, benchMaxPods)
+			for i := range pods {
+				pods[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+					Namespace: "ns-" + strconv.Itoa(i%100), Name: "pod-" + strconv.Itoa(i),
+					ResourceVersion: strconv.Itoa(v + 2), Labels: map[string]string{"app": strconv.Itoa(i % 10)},
+				}}
+			}
+			benchPodVersions.pods[v] = pods
+		}
+	})
+	return benchPodVersions.pods
+}
+
+// benchLW lists n pods at RV 1 and then serves whatever the benchmark sends
+// on events. It opts out of watch-list, so both informers LIST.
+type benchLW struct {
+	n      int
+	events chan watch.Event
+}
+
+func (lw *benchLW) List(metav1.ListOptions) (apiruntime.Object, error) {
+	list := &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.Pod, lw.n)}
+	for i, p := range benchPods()[0][:lw.n] {
+		list.Items[i] = *p
+	}
+	return list, nil
+}
+
+func (lw *benchLW) Watch(metav1.ListOptions) (watch.Interface, error) {
+	return benchWatch{lw.events}, nil
+}
+
+func (lw *benchLW) IsWatchListSemanticsUnSupported() bool { return true }
+
+type benchWatch struct{ ch chan watch.Event }
+
+func (benchWatch) Stop()                            {}
+func (w benchWatch) ResultChan() <-chan watch.Event { return w.ch }
+
+// benchCounter is a handler counting calls and signalling when a target
+// is reached.
+type benchCounter struct {
+	n      atomic.Int64
+	target atomic.Int64
+	done   chan struct{}
+	// delay is how long every OnUpdate sleeps.
+	delay time.Duration
+}
+
+func newBenchCounter() *benchCounter { return &benchCounter{done: make(chan struct{}, 1)} }
+
+func (c *benchCounter) hit() {
+	if c.n.Add(1) == c.target.Load() {
+		c.done <- struct{}{}
+	}
+}
+
+func (c *benchCounter) expect(n int64) {
+	c.n.Store(0)
+	c.target.Store(n)
+}
+
+func (c *benchCounter) OnAdd(interface{}, bool) { c.hit() }
+
+// OnUpdate sleeps delay first: only updates are slow, so the initial
+// list does not make setup slow.
+func (c *benchCounter) OnUpdate(interface{}, interface{}) {
+	time.Sleep(c.delay)
+	c.hit()
+}
+func (c *benchCounter) OnDelete(interface{}) { c.hit() }
+
+// benchRunning is a synced informer over n pods with the given handlers.
+type benchRunning struct {
+	inf  clientcache.SharedIndexInformer
+	lw   *benchLW
+	stop func()
+}
+
+func startBenchInformer(b *testing.B, impl informerImpl, n int, handlers ...clientcache.ResourceEventHandler) benchRunning {
+	lw := &benchLW{n: n, events: make(chan watch.Event, 1024)}
+	inf := impl.newInformer(lw, &v1.Pod{}, 0, clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
+	var regs []clientcache.ResourceEventHandlerRegistration
+	for _, h := range handlers {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		regs = append(regs, reg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	for _, reg := range regs {
+		clientcache.WaitFor(context.Background(), "", reg.HasSyncedChecker())
+	}
+	return benchRunning{inf: inf, lw: lw, stop: func() { cancel(); <-done }}
+}
+
+// sendUpdates sends count watch updates cycling over the first n keys.
+func (r benchRunning) sendUpdates(count, n int) {
+	pods := benchPods()
+	for i := 0; i < count; i++ {
+		r.lw.events <- watch.Event{Type: watch.Modified, Object: pods[(i/n+1)%2][i%n]}
+	}
+}
+
+// benchInformerEvents: four handlers, a 50k-object cache; one op is one
+// watch event delivered to all four handlers.
+func benchInformerEvents(b *testing.B, impl informerImpl) {
+	const n = 50000
+	counters := []*benchCounter{newBenchCounter(), newBenchCounter(), newBenchCounter(), newBenchCounter()}
+	hs := make([]clientcache.ResourceEventHandler, len(counters))
+	for i, c := range counters {
+		c.expect(-1)
+		hs[i] = c
+	}
+	r := startBenchInformer(b, impl, n, hs...)
+	defer r.stop()
+	for _, c := range counters {
+		c.expect(int64(b.N))
+	}
+	runtime.GC() // the initial sync's garbage is setup, not event cost
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	r.sendUpdates(b.N, n)
+	for _, c := range counters {
+		<-c.done
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
+
+// benchInformerSlowHandler: three fast handlers beside one that sleeps 1ms
+// per event. One op is one event delivered to the fast handlers; the
+// slowpenalty metric is that time divided by the time without the slow
+// handler (1.0 = the slow handler costs the others nothing).
+func benchInformerSlowHandler(b *testing.B, impl informerImpl) {
+	const n = 10000
+	fastRun := func(withSlow bool) time.Duration {
+		counters := []*benchCounter{newBenchCounter(), newBenchCounter(), newBenchCounter()}
+		hs := []clientcache.ResourceEventHandler{counters[0], counters[1], counters[2]}
+		for _, c := range counters {
+			c.expect(-1)
+		}
+		if withSlow {
+			slow := newBenchCounter()
+			slow.expect(-1)
+			slow.delay = time.Millisecond
+			hs = append(hs, slow)
+		}
+		r := startBenchInformer(b, impl, n, hs...)
+		defer r.stop()
+		for _, c := range counters {
+			c.expect(int64(b.N))
+		}
+		start := time.Now()
+		r.sendUpdates(b.N, n)
+		for _, c := range counters {
+			<-c.done
+		}
+		return time.Since(start)
+	}
+	b.StopTimer()
+	alone := fastRun(false)
+	b.StartTimer()
+	b.ResetTimer()
+	with := fastRun(true)
+	b.StopTimer()
+	b.ReportMetric(float64(with)/float64(alone), "slowpenalty")
+}
+
+// benchInformerLateHandler: a 100k-object cache; one op adds a handler,
+// waits until its registration reports HasSynced, and removes it.
+func benchInformerLateHandler(b *testing.B, impl informerImpl) {
+	r := startBenchInformer(b, impl, benchMaxPods)
+	defer r.stop()
+	clientcache.WaitFor(context.Background(), "", r.inf.HasSyncedChecker())
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		reg, err := r.inf.AddEventHandler(clientcache.ResourceEventHandlerFuncs{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		clientcache.WaitFor(context.Background(), "", reg.HasSyncedChecker())
+		if err := impl.shutDown(r.inf, reg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,462 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientfeatures "k8s.io/client-go/features"
+	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// SharedIndexInformerOptions configures NewSharedIndexInformerWithOptions.
+// The last three fields are openinformer's; their zero values behave like
+// client-go.
+type SharedIndexInformerOptions struct {
+	// ResyncPeriod is the default handler resync period and the initial
+	// resync check period; 0 means no resyncs.
+	ResyncPeriod time.Duration
+	// Indexers are the cache's indexes.
+	Indexers Indexers
+	// ObjectDescription describes the objects in reflector logs.
+	ObjectDescription string
+	// Identifier names the informer for metrics; metrics are published
+	// only for a reserved identity.
+	Identifier InformerNameAndResource
+	// InformerMetricsProvider overrides the process-wide provider.
+	InformerMetricsProvider InformerMetricsProvider
+
+	// MaxPendingNotificationsPerHandler bounds each handler's backlog; 0
+	// (the default) leaves it unbounded, like client-go.
+	//
+	// When a handler has this many notifications waiting and another one
+	// arrives, its backlog is collapsed: the waiting notifications are
+	// dropped and only the keys they touched are remembered, each with what
+	// the handler last saw for it. Until the handler catches up, further
+	// notifications only add keys. When the handler next asks for work it
+	// receives, for every remembered key in sorted key order, the
+	// notifications that take it from its last seen state to the cache's
+	// current state:
+	//   - existed before and now: OnUpdate(lastSeen, current);
+	//   - new: OnAdd(current, isInInitialList of the dropped add);
+	//   - gone: OnDelete(DeletedFinalStateUnknown{Key, Obj: lastSeen});
+	//   - if the first dropped notification for the key was a delete: that
+	//     OnDelete as it was, then OnAdd(current, false) if the key exists
+	//     again;
+	//   - appeared and vanished in between: nothing.
+	// Later notifications follow in order. So the handler loses
+	// intermediate states but never a key's latest state or a deletion,
+	// each key's notifications stay consistent with what the handler saw
+	// before, memory per handler is bounded by the number of distinct
+	// keys, and the registration's HasSynced still waits for the initial
+	// list. Other handlers are unaffected.
+	MaxPendingNotificationsPerHandler int
+	// HandlerMetricsProvider receives per-handler lag metrics; nil means
+	// the one set with SetHandlerMetricsProvider, if any.
+	HandlerMetricsProvider HandlerMetricsProvider
+	// SlowHandlerThreshold is how old a handler's oldest pending
+	// notification may get before a warning naming the handler is logged
+	// (at most once a minute per handler). 0 means 10s; negative disables.
+	SlowHandlerThreshold time.Duration
+}
+
+// NewSharedInformer returns a SharedInformer without indexes.
+func NewSharedInformer(lw ListerWatcher, exampleObject runtime.Object, defaultEventHandlerResyncPeriod time.Duration) SharedInformer {
+	return NewSharedIndexInformer(lw, exampleObject, defaultEventHandlerResyncPeriod, Indexers{})
+}
+
+// NewSharedIndexInformer returns a SharedIndexInformer with the given
+// indexes and default handler resync period.
+func NewSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, defaultEventHandlerResyncPeriod time.Duration, indexers Indexers) SharedIndexInformer {
+	return NewSharedIndexInformerWithOptions(lw, exampleObject, SharedIndexInformerOptions{ResyncPeriod: defaultEventHandlerResyncPeriod, Indexers: indexers})
+}
+
+// NewSharedIndexInformerWithOptions returns a SharedIndexInformer for lw.
+// Handlers asking for a resync period get at least the informer's resync
+// check period, which starts as options.ResyncPeriod and shrinks to the
+// smallest period requested before Run (never below one second). An
+// informer created with ResyncPeriod 0 never resyncs.
+func NewSharedIndexInformerWithOptions(lw ListerWatcher, exampleObject runtime.Object, options SharedIndexInformerOptions) SharedIndexInformer {
+	return newSharedIndexInformer(lw, exampleObject, options, clock.RealClock{})
+}
+
+func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, options SharedIndexInformerOptions, clk clock.Clock) *sharedIndexInformer {
+	indexers := options.Indexers
+	if indexers == nil {
+		indexers = Indexers{}
+	}
+	s := &sharedIndexInformer{
+		indexer:           NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, indexers, WithStoreMetrics(options.Identifier, options.InformerMetricsProvider)),
+		lw:                lw,
+		objectType:        exampleObject,
+		objectDescription: options.ObjectDescription,
+		identifier:        options.Identifier,
+		metricsProvider:   options.InformerMetricsProvider,
+		clock:             clk,
+		mutationDetector:  NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
+		resyncCheckPeriod: options.ResyncPeriod,
+		defaultResync:     options.ResyncPeriod,
+		synced:            make(chan struct{}),
+	}
+	slow := options.SlowHandlerThreshold
+	if slow == 0 {
+		slow = defaultSlowHandlerThreshold
+	}
+	s.processor = newSharedProcessor(&listenerConfig{
+		clock:         clk,
+		view:          &cacheView{distribution: &s.blockDeltas, store: s.indexer, keyFunc: DeletionHandlingMetaNamespaceKeyFunc},
+		backlogLimit:  options.MaxPendingNotificationsPerHandler,
+		slowThreshold: slow,
+		metrics:       options.HandlerMetricsProvider,
+		id:            options.Identifier,
+	})
+	return s
+}
+
+// sharedIndexInformer is a cache, the controller filling it and the
+// processor fanning its changes out to handlers. blockDeltas serializes
+// applying deltas with joining and leaving handlers, so that a late handler
+// sees the cache and then exactly the changes after it.
+type sharedIndexInformer struct {
+	indexer           Indexer
+	processor         *sharedProcessor
+	mutationDetector  MutationDetector
+	lw                ListerWatcher
+	objectType        runtime.Object
+	objectDescription string
+	identifier        InformerNameAndResource
+	metricsProvider   InformerMetricsProvider
+	clock             clock.Clock
+	synced            chan struct{}
+
+	blockDeltas sync.Mutex
+
+	mu                sync.Mutex // guards the fields below
+	started, stopped  bool
+	controller        Controller
+	resyncCheckPeriod time.Duration
+	defaultResync     time.Duration
+	watchErrorHandler WatchErrorHandlerWithContext
+	transform         TransformFunc
+}
+
+var errInformerStarted = errors.New("informer has already started")
+
+// SetWatchErrorHandler sets the handler told about list and watch
+// failures; only before Run.
+func (s *sharedIndexInformer) SetWatchErrorHandler(handler WatchErrorHandler) error {
+	if handler == nil {
+		return s.SetWatchErrorHandlerWithContext(nil)
+	}
+	return s.SetWatchErrorHandlerWithContext(func(_ context.Context, r *clientcache.Reflector, err error) { handler(r, err) })
+}
+
+// SetWatchErrorHandlerWithContext is SetWatchErrorHandler with a context.
+func (s *sharedIndexInformer) SetWatchErrorHandlerWithContext(handler WatchErrorHandlerWithContext) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errInformerStarted
+	}
+	s.watchErrorHandler = handler
+	return nil
+}
+
+// SetTransform sets the function applied to objects before they are
+// cached; only before Run.
+func (s *sharedIndexInformer) SetTransform(handler TransformFunc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errInformerStarted
+	}
+	s.transform = handler
+	return nil
+}
+
+// Run is RunWithContext with a stop channel.
+func (s *sharedIndexInformer) Run(stopCh <-chan struct{}) {
+	s.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext runs the informer until ctx ends. The handlers are stopped
+// only after the controller has returned; RunWithContext returns once their
+// goroutines have exited. A second call only logs a warning.
+func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	ctrl, queue := s.start(ctx)
+	if ctrl == nil {
+		return
+	}
+	stopProcessor := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		s.mutationDetector.Run(stopProcessor)
+	}()
+	go func() {
+		defer wg.Done()
+		s.processor.run(stopProcessor)
+	}()
+	go func() {
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-queue.HasSyncedChecker().Done():
+			close(s.synced)
+			s.processor.markSynced()
+		}
+	}()
+	ctrl.RunWithContext(ctx)
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	close(stopProcessor)
+	wg.Wait()
+}
+
+// start builds the queue (per the feature gates, now) and the controller;
+// nil if the informer was started before.
+func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	if s.started {
+		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
+		return nil, nil
+	}
+	qlogger, queue := newInformerQueue(informerQueueOptions{
+		logger:          logger,
+		objectType:      s.objectType,
+		store:           s.indexer,
+		transform:       s.transform,
+		identifier:      s.identifier,
+		metricsProvider: s.metricsProvider,
+	})
+	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer, keyFunc: DeletionHandlingMetaNamespaceKeyFunc}
+	ctrl := New(&Config{
+		Queue:             queue,
+		ListerWatcher:     s.lw,
+		ObjectType:        s.objectType,
+		ObjectDescription: s.objectDescription,
+		FullResyncPeriod:  s.resyncCheckPeriod,
+		ShouldResync:      s.processor.shouldResync,
+		Process: func(obj interface{}, isInInitialList bool) error {
+			s.blockDeltas.Lock()
+			defer s.blockDeltas.Unlock()
+			return apply.process(obj, isInInitialList)
+		},
+		ProcessBatch: func(deltas []Delta, isInInitialList bool) error {
+			s.blockDeltas.Lock()
+			defer s.blockDeltas.Unlock()
+			return apply.processBatch(deltas, isInInitialList)
+		},
+		WatchErrorHandlerWithContext: s.watchErrorHandler,
+	}).(*controller)
+	ctrl.clock = s.clock
+	s.controller = ctrl
+	s.started = true
+	return ctrl, queue
+}
+
+// HasSynced reports whether the initial list has been cached and handed to
+// the handlers' queues. It stays false if the informer stopped before.
+func (s *sharedIndexInformer) HasSynced() bool {
+	return IsDone(s.HasSyncedChecker())
+}
+
+// HasSyncedChecker is a DoneChecker for HasSynced.
+func (s *sharedIndexInformer) HasSyncedChecker() DoneChecker {
+	return informerSyncedChecker{s}
+}
+
+type informerSyncedChecker struct{ s *sharedIndexInformer }
+
+func (c informerSyncedChecker) Name() string {
+	return fmt.Sprintf("SharedIndexInformer %T", c.s.objectType)
+}
+
+func (c informerSyncedChecker) Done() <-chan struct{} { return c.s.synced }
+
+// LastSyncResourceVersion is the reflector's, or "" before Run.
+func (s *sharedIndexInformer) LastSyncResourceVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.controller == nil {
+		return ""
+	}
+	return s.controller.LastSyncResourceVersion()
+}
+
+// GetStore returns the live cache. Treat it as read-only.
+func (s *sharedIndexInformer) GetStore() Store { return s.indexer }
+
+// GetIndexer returns the live cache. Treat it as read-only.
+func (s *sharedIndexInformer) GetIndexer() Indexer { return s.indexer }
+
+// AddIndexers adds indexes, also while running (existing objects are
+// indexed at once); refused after the informer stopped.
+func (s *sharedIndexInformer) AddIndexers(indexers Indexers) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("indexer was not added because it has stopped already")
+	}
+	return s.indexer.AddIndexers(indexers)
+}
+
+// GetController returns a Controller view of the informer whose Run does
+// nothing: the informer runs itself.
+func (s *sharedIndexInformer) GetController() Controller { return informerControllerView{s} }
+
+// IsStopped reports whether the informer's controller has returned.
+func (s *sharedIndexInformer) IsStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+// AddEventHandler adds h with the informer's default resync period.
+func (s *sharedIndexInformer) AddEventHandler(handler ResourceEventHandler) (ResourceEventHandlerRegistration, error) {
+	return s.AddEventHandlerWithOptions(handler, HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod adds h asking for resyncs every
+// resyncPeriod (see NewSharedIndexInformerWithOptions for the floors).
+func (s *sharedIndexInformer) AddEventHandlerWithResyncPeriod(handler ResourceEventHandler, resyncPeriod time.Duration) (ResourceEventHandlerRegistration, error) {
+	return s.AddEventHandlerWithOptions(handler, HandlerOptions{ResyncPeriod: &resyncPeriod})
+}
+
+// AddEventHandlerWithOptions adds a handler. Added before Run, it receives
+// the initial list as it arrives; added later, it first receives an add for
+// every cached object (isInInitialList true), then the changes after them.
+// Refused after the informer stopped, and for a nil handler.
+func (s *sharedIndexInformer) AddEventHandlerWithOptions(handler ResourceEventHandler, options HandlerOptions) (ResourceEventHandlerRegistration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", handler)
+	}
+	if handler == nil {
+		return nil, errors.New("handler must not be nil")
+	}
+	logger := klog.Background()
+	if options.Logger != nil {
+		logger = *options.Logger
+	}
+	period := s.requestResyncLocked(logger, options.ResyncPeriod)
+	l := newProcessorListener(logger, handler, period, effectiveResyncPeriod(logger, period, s.resyncCheckPeriod),
+		s.clock.Now(), s.processor.cfg, s.HasSyncedChecker().Name())
+	if !s.started {
+		s.processor.addListener(l, nil)
+		return l, nil
+	}
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	s.processor.addListener(l, s.indexer.List())
+	return l, nil
+}
+
+// requestResyncLocked resolves a handler's requested resync period: the
+// default if unset, at least a second, and at least the check period once
+// running; before Run a smaller period lowers the check period instead.
+func (s *sharedIndexInformer) requestResyncLocked(logger klog.Logger, requested *time.Duration) time.Duration {
+	period := s.defaultResync
+	if requested != nil {
+		period = *requested
+	}
+	if period <= 0 {
+		return period
+	}
+	if period < minimumResyncPeriod {
+		logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", period, "minimumResyncPeriod", minimumResyncPeriod)
+		period = minimumResyncPeriod
+	}
+	if period >= s.resyncCheckPeriod {
+		return period
+	}
+	if s.started {
+		logger.Info("Warning: resync period is smaller than resync check period and the informer has already started. Changing it to the resync check period", "resyncPeriod", period, "resyncCheckPeriod", s.resyncCheckPeriod)
+		return s.resyncCheckPeriod
+	}
+	s.resyncCheckPeriod = period
+	s.processor.resyncCheckPeriodChanged(logger, period)
+	return period
+}
+
+// RemoveEventHandler stops delivery to the handler behind handle and drops
+// its pending notifications. A call in progress may still be running when
+// it returns (see ShutDownEventHandler). Unknown handles are ignored.
+func (s *sharedIndexInformer) RemoveEventHandler(handle ResourceEventHandlerRegistration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	return s.processor.removeListener(handle)
+}
+
+// ShutDownEventHandler removes the handler and waits until it will not be
+// called any more. Calling it from inside that handler deadlocks.
+func ShutDownEventHandler(informer SharedInformer, handle ResourceEventHandlerRegistration) error {
+	if err := informer.RemoveEventHandler(handle); err != nil {
+		return err
+	}
+	s, ok := handle.(interface{ ShutdownChan() <-chan struct{} })
+	if !ok {
+		return errors.New("handle does not support ShutdownChan()")
+	}
+	<-s.ShutdownChan()
+	return nil
+}
+
+// informerFanout is the informer's own ResourceEventHandler: it turns
+// changes applied to the cache into notifications for every handler. It
+// always runs with blockDeltas held.
+type informerFanout struct{ s *sharedIndexInformer }
+
+func (f informerFanout) OnAdd(obj interface{}, isInInitialList bool) {
+	f.s.mutationDetector.AddObject(obj)
+	f.s.processor.distribute(notification{kind: addNotification, newObj: obj, initial: isInInitialList}, false)
+}
+
+// OnUpdate marks an update that did not change the resource version (a
+// resync, or an unchanged object in a relist) as a sync notification, which
+// only handlers due for a resync receive.
+func (f informerFanout) OnUpdate(oldObj, newObj interface{}) {
+	isSync := false
+	if n, err := accessor(newObj); err == nil {
+		if o, err := accessor(oldObj); err == nil {
+			isSync = n.GetResourceVersion() == o.GetResourceVersion()
+		}
+	}
+	f.s.mutationDetector.AddObject(newObj)
+	f.s.processor.distribute(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj}, isSync)
+}
+
+func (f informerFanout) OnDelete(obj interface{}) {
+	f.s.processor.distribute(notification{kind: deleteNotification, oldObj: obj}, false)
+}
+
+// informerControllerView is what GetController returns.
+type informerControllerView struct{ s *sharedIndexInformer }
+
+func (v informerControllerView) Run(<-chan struct{})            {}
+func (v informerControllerView) RunWithContext(context.Context) {}
+func (v informerControllerView) HasSynced() bool                { return v.s.HasSynced() }
+func (v informerControllerView) HasSyncedChecker() DoneChecker  { return v.s.HasSyncedChecker() }
+
+// LastSyncResourceVersion is "" when the InformerResourceVersion gate is off.
+func (v informerControllerView) LastSyncResourceVersion() string {
+	if !clientfeatures.FeatureGates().Enabled(clientfeatures.InformerResourceVersion) {
+		return ""
+	}
+	return v.s.LastSyncResourceVersion()
+}
