@@ -55,12 +55,16 @@ func (s *diffServer) rv() int {
 	return n
 }
 
-// expire ends open watches with 410 Gone and drops the history, forcing
-// a relist; changes made right after are only seen through it (the
-// reflector backs off at least 800ms first).
-func (s *diffServer) expire() {
-	s.SendWatchError(fake.Gone("too old resource version"))
+// missWhile makes the changes f applies invisible to open watches: events
+// are held, the history is compacted and the watches are closed, so
+// reflectors get 410 when they resume and see the changes only by
+// relisting.
+func (s *diffServer) missWhile(f func()) {
+	release := s.HoldEvents()
+	defer release()
+	f()
 	s.Compact()
+	s.CloseWatches()
 }
 
 // block makes every list and watch fail.
@@ -307,11 +311,12 @@ func diffScenario(t *testing.T, watchList, resync bool) {
 
 	// 410 Gone: changes made meanwhile are only seen through the relist.
 	each(func(d *diffSubject) {
-		d.server.expire()
-		d.server.apply(watch.Deleted, "c")
-		d.server.apply(watch.Modified, "d", "app", "y")
-		d.server.apply(watch.Added, "f", "app", "x")
-		d.server.apply(watch.Modified, "marker")
+		d.server.missWhile(func() {
+			d.server.apply(watch.Deleted, "c")
+			d.server.apply(watch.Modified, "d", "app", "y")
+			d.server.apply(watch.Added, "f", "app", "x")
+			d.server.apply(watch.Modified, "marker")
+		})
 	})
 	marker = oursSrv.rv()
 	each(func(d *diffSubject) {

@@ -250,7 +250,7 @@ type processorListener struct {
 
 func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested, effective time.Duration, now time.Time, cfg *listenerConfig, informerChecker string) *processorListener {
 	name := eventHandlerName(h)
-	l := &processorListener{
+	return &processorListener{
 		handler:         h,
 		name:            name,
 		logger:          logger.WithValues("handler", name),
@@ -265,7 +265,6 @@ func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested,
 		stop:            make(chan struct{}),
 		finished:        make(chan struct{}),
 	}
-	return l
 }
 
 // HasSynced reports whether the informer has synced and every initial-list
@@ -300,9 +299,11 @@ func (l *processorListener) add(n notification, now time.Duration) {
 		l.pending.push(n)
 		l.observeLag(now)
 	}
-	wasIdle := l.pending.len() == 1 || l.overflow != nil
+	// Only a listener that may be idle needs waking: one whose ring just
+	// became non-empty, or one with a collapsed backlog to resolve.
+	wake := l.pending.len() == 1 || l.overflow != nil
 	l.mu.Unlock()
-	if wasIdle {
+	if wake {
 		select {
 		case l.wake <- struct{}{}:
 		default:

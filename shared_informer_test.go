@@ -79,6 +79,7 @@ func TestI2_RunTwiceWarnsAndRunWaitsForHandlers(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	<-entered
+	assert.True(t, inf.(*sharedIndexInformer).HasStarted())
 	inf.Run(make(chan struct{})) // returns at once
 	cancel()
 	select {
@@ -400,8 +401,7 @@ func TestI16_UnchangedObjectsOfARelistOnlyReachSyncingHandlers(t *testing.T) {
 	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
 	clk.Step(10 * time.Second) // marks due as syncing, quiet as not
 	diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/b") == 1 })
-	s.expire()
-	s.apply(watch.Modified, "a")
+	s.missWhile(func() { s.apply(watch.Modified, "a") })
 	// The relist waits for the reflector's backoff on the fake clock.
 	diffEventually(t, "relist", func() bool {
 		clk.Step(2 * time.Second)
