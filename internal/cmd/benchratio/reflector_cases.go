@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +109,22 @@ func (lw *reflectorBenchLW) Watch(o metav1.ListOptions) (watch.Interface, error)
 	return w, nil
 }
 
+// reflectorCPUTime is the CPU time this process has used so far. On a
+// shared machine it is a steadier measure than wall time, which also counts
+// the time spent waiting for a core.
+func reflectorCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reflectorReportCPU reports the CPU time per operation since start.
+func reflectorReportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(reflectorCPUTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
 // reflectorBenchRun is one implementation's initial sync: it returns once
 // the store got its Replace and the reflector has stopped.
 type reflectorBenchRun func(lw clientcache.ListerWatcher, store *reflectorBenchStore)
@@ -140,7 +158,10 @@ func reflectorIndexerCase(newIndexer func() clientcache.Indexer, newReflector fu
 		lw := &reflectorBenchLW{noWatchList: true}
 		reflectorBenchList()
 		b.ReportAllocs()
+		runtime.GC()
 		b.ResetTimer()
+		cpu := reflectorCPUTime()
+		defer func() { reflectorReportCPU(b, cpu) }()
 		for i := 0; i < b.N; i++ {
 			idx := newIndexer()
 			store := &reflectorBenchIndexer{Indexer: idx, replaced: make(chan struct{})}
@@ -175,10 +196,13 @@ func reflectorListCase(run reflectorBenchRun) func(b *testing.B) {
 		lw := &reflectorBenchLW{noWatchList: true}
 		reflectorBenchList()
 		b.ReportAllocs()
+		runtime.GC()
 		b.ResetTimer()
+		cpu := reflectorCPUTime()
 		for i := 0; i < b.N; i++ {
 			run(lw, &reflectorBenchStore{replaced: make(chan struct{})})
 		}
+		reflectorReportCPU(b, cpu)
 	}
 }
 
@@ -188,10 +212,13 @@ func reflectorWatchListCase(run reflectorBenchRun) func(b *testing.B) {
 		peak := reflectorPeakSyncHeap(run)
 		lw := &reflectorBenchLW{}
 		b.ReportAllocs()
+		runtime.GC()
 		b.ResetTimer()
+		cpu := reflectorCPUTime()
 		for i := 0; i < b.N; i++ {
 			run(lw, &reflectorBenchStore{replaced: make(chan struct{})})
 		}
+		reflectorReportCPU(b, cpu)
 		b.ReportMetric(peak/(1<<20), "peak-extra-MB")
 	}
 }
