@@ -31,9 +31,9 @@ type reflectorRun struct {
 	r      *Reflector
 	logger klog.Logger
 
-	w       watch.Interface
-	listed  runtime.Object
-	streamd *watchListBuffer
+	w        watch.Interface
+	listed   runtime.Object
+	streamed *watchListBuffer
 
 	resyncTimer clock.Timer
 }
@@ -134,7 +134,7 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 }
 
 func (run *reflectorRun) replace(act reflectorfsm.Action) reflectorfsm.Input {
-	if run.streamd != nil {
+	if run.streamed != nil {
 		return run.replaceStreamed(act.ResourceVersion)
 	}
 	list := run.listed
@@ -176,13 +176,27 @@ func (run *reflectorRun) watch(act reflectorfsm.Action) reflectorfsm.Input {
 		}
 		run.w = w
 	}
-	sink := storeEventSink{r: r, propagate: act.PropagateRV}
-	_, err := run.consume(start, &sink, false)
+	_, err := run.consume(start, storeEventSink{r}, false)
 	run.stopWatch()
 	if err == errReflectorStopped {
 		return nil
 	}
+	run.logWatchEnd(err)
 	return reflectorfsm.WatchEnded{Err: err, At: r.clock.Now()}
+}
+
+// logWatchEnd logs the routine ways a watch ends at the verbosity
+// client-go uses; the machine's Note covers the others.
+func (run *reflectorRun) logWatchEnd(err error) {
+	r := run.r
+	switch reflectorfsm.Classify(err) {
+	case reflectorfsm.ClassExpired:
+		run.logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case reflectorfsm.ClassTooManyRequests:
+		run.logger.V(2).Info("Watch returned 429 - backing off", "reflector", r.name, "type", r.typeDescription)
+	case reflectorfsm.ClassInternal:
+		run.logger.V(2).Info("Watch ended with an internal error", "reflector", r.name, "type", r.typeDescription, "err", err)
+	}
 }
 
 // armResync starts the resync timer the first time the run reaches its
@@ -339,23 +353,20 @@ func (r *Reflector) acceptsEventObject(ctx context.Context, obj runtime.Object) 
 }
 
 // storeEventSink applies watch events to the reflector's store.
-type storeEventSink struct {
-	r         *Reflector
-	propagate bool
-}
+type storeEventSink struct{ r *Reflector }
 
-func (s *storeEventSink) add(obj runtime.Object) error    { return s.r.store.Add(obj) }
-func (s *storeEventSink) update(obj runtime.Object) error { return s.r.store.Update(obj) }
-func (s *storeEventSink) delete(obj runtime.Object) error { return s.r.store.Delete(obj) }
+func (s storeEventSink) add(obj runtime.Object) error    { return s.r.store.Add(obj) }
+func (s storeEventSink) update(obj runtime.Object) error { return s.r.store.Update(obj) }
+func (s storeEventSink) delete(obj runtime.Object) error { return s.r.store.Delete(obj) }
 
-func (s *storeEventSink) bookmark(rv string) error {
+func (s storeEventSink) bookmark(rv string) error {
 	if b, ok := s.r.store.(ReflectorBookmarkStore); ok {
 		return b.Bookmark(rv)
 	}
 	return nil
 }
 
-func (s *storeEventSink) observe(rv string, pastInitialAdds bool) {
+func (s storeEventSink) observe(rv string, pastInitialAdds bool) {
 	s.r.observe(rv, pastInitialAdds)
 }
 

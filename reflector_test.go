@@ -34,8 +34,6 @@ type reflectorRunConfig struct {
 	expected interface{}
 	store    ReflectorStore
 	setup    func(*Reflector)
-	// manualClock leaves timers to the test instead of stepping them.
-	manualClock bool
 }
 
 type reflectorRunResult struct {

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -66,6 +67,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.objects < 1 || cfg.workers < 1 || cfg.progress <= 0 {
 		return errors.New("--objects and --workers must be at least 1 and --progress positive")
 	}
+	out = &lockedWriter{w: out} // progress and churn report from different goroutines
 	src, err := newSource(cfg)
 	if err != nil {
 		return err
@@ -134,4 +136,17 @@ func newSource(cfg config) (*source, error) {
 	}
 	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", cfg.namespace, fields.Everything())
 	return &source{lw: cache.ToListWatcherWithWatchListSemantics(lw, client), description: restConfig.Host}, nil
+}
+
+// lockedWriter serialises writes, so lines from concurrent reporters never
+// interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
