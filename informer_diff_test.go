@@ -17,6 +17,8 @@ import (
 	"github.com/openinformer/cache/fake"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
@@ -365,13 +367,20 @@ func TestDifferentialInformerMatchesClientGo(t *testing.T) {
 	for _, mode := range []struct {
 		name              string
 		watchList, resync bool
+		gateOff           clientfeatures.Feature
 	}{
-		{"watch-list", true, false},
-		{"list", false, false},
-		{"watch-list with resync", true, true},
-		{"list with resync", false, true},
+		{name: "watch-list", watchList: true},
+		{name: "list"},
+		{name: "watch-list with resync", watchList: true, resync: true},
+		{name: "list with resync", resync: true},
+		{name: "list without AtomicFIFO", gateOff: clientfeatures.AtomicFIFO},
+		{name: "watch-list without batch processing", watchList: true, gateOff: clientfeatures.InOrderInformersBatchProcess},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
+			if mode.gateOff != "" {
+				// Both informers read the same client-go gates.
+				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
+			}
 			diffScenario(t, mode.watchList, mode.resync)
 			goleak.VerifyNone(t)
 		})

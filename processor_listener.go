@@ -244,8 +244,9 @@ type processorListener struct {
 	pending  notificationRing
 	overflow *backlogOverflow // non-nil while the backlog is collapsed
 	removed  bool
-	lastWarn time.Duration
-	warned   bool
+	// Rate limits for the two warnings, in processor time.
+	lastWarn, lastCollapseLog time.Duration
+	warned, collapseLogged    bool
 }
 
 func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested, effective time.Duration, now time.Time, cfg *listenerConfig, informerChecker string) *processorListener {
@@ -328,7 +329,9 @@ func (l *processorListener) observeLag(now time.Duration) {
 }
 
 // collapse replaces the full backlog by the set of keys it touched, see
-// backlogOverflow. Called with l.mu held.
+// backlogOverflow. Every collapse is counted; the warning is logged at most
+// once per interval, since a handler that stays slow collapses repeatedly.
+// Called with l.mu held.
 func (l *processorListener) collapse(n notification) {
 	ov := &backlogOverflow{prior: map[string]priorState{}}
 	for {
@@ -343,6 +346,10 @@ func (l *processorListener) collapse(n notification) {
 	l.overflow = ov
 	l.metrics.collapses.Inc()
 	l.metrics.pending.Set(float64(len(ov.prior)))
+	if l.collapseLogged && n.enqueued-l.lastCollapseLog < slowHandlerWarnInterval {
+		return
+	}
+	l.collapseLogged, l.lastCollapseLog = true, n.enqueued
 	l.logger.Info("Warning: event handler backlog reached its limit; it will get a resync of the current cache state instead",
 		"limit", l.cfg.backlogLimit, "keys", len(ov.prior))
 }
