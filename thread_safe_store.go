@@ -15,13 +15,13 @@ import (
 	"github.com/openinformer/cache/internal/hashtree"
 )
 
-// The store keeps its items and every index in persistent hash tries. A
-// reader that needs more than a handful of entries takes the current roots
-// under the lock and walks them after releasing it, so a List of a large
-// store never holds the lock for the length of its copy and always sees one
-// consistent state. The writer changes trie nodes in place until a reader
-// freezes them; its next write then starts a new epoch and copies the few
-// nodes on its path.
+// The store keeps its items and every index in persistent trees
+// (internal/hashtree). A reader that needs more than a handful of entries
+// takes the current roots under the lock and walks them after releasing it,
+// so a List of a large store never holds the lock for the length of its copy
+// and always sees one consistent state. The writer changes tree nodes in
+// place until a reader freezes them; its next write then starts a new epoch
+// and copies the few nodes on its path.
 //
 // Every critical section is short, so one plain Mutex serves readers and
 // writers. An RWMutex measured 40 times slower for a writer facing ten
@@ -134,9 +134,9 @@ func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider Inf
 // threadSafeMap is the ThreadSafeStore behind every Store and Indexer here.
 type threadSafeMap struct {
 	mu sync.Mutex
-	// epoch owns the trie nodes the writer may change in place.
+	// epoch owns the tree nodes the writer may change in place.
 	epoch hashtree.Epoch
-	// frozen is set by readers that walk the tries outside the lock; the
+	// frozen is set by readers that walk the trees outside the lock; the
 	// next write then moves to a new epoch.
 	frozen   bool
 	items    hashtree.Map[any]

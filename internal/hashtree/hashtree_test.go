@@ -15,8 +15,8 @@ func withHash(t testing.TB, h func(string) uint64) {
 	t.Cleanup(func() { hashKey = old })
 }
 
-// weakHash maps keys onto a handful of hashes so that collision nodes and
-// deep subtries are exercised.
+// weakHash maps keys onto a handful of hashes so that equal hashes with
+// different keys, ordered by key, are exercised.
 func weakHash(key string) uint64 {
 	var h uint64
 	for i := 0; i < len(key); i++ {
