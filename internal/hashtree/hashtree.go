@@ -166,7 +166,11 @@ func (m Map[V]) Get(key string) (V, bool) {
 	if n == nil {
 		return zero, false
 	}
-	p := pos{hashKey(key), key}
+	return n.find(pos{hashKey(key), key})
+}
+
+// find returns the value at p below n.
+func (n *node[V]) find(p pos) (V, bool) {
 	lo, hi := uint64(0), uint64(math.MaxUint64)
 	for !n.isLeaf() {
 		i := n.childIndex(p, lo, hi)
@@ -177,6 +181,7 @@ func (m Map[V]) Get(key string) (V, bool) {
 	if i < len(n.entries) && n.entries[i].pos == p {
 		return n.entries[i].val, true
 	}
+	var zero V
 	return zero, false
 }
 
@@ -473,4 +478,25 @@ func (n *node[V]) rangeAll(fn func(string, V) bool) bool {
 		}
 	}
 	return true
+}
+
+// AppendValuesOf appends the value in m of every key of keys that m holds,
+// in keys' order. Both maps are ordered by hash, so no key is hashed again.
+func AppendValuesOf[V, W any](dst []V, m Map[V], keys Map[W]) []V {
+	if m.root == nil || keys.root == nil {
+		return dst
+	}
+	return appendValuesOf(dst, m.root, keys.root)
+}
+
+func appendValuesOf[V, W any](dst []V, m *node[V], k *node[W]) []V {
+	for i := range k.entries {
+		if v, ok := m.find(k.entries[i].pos); ok {
+			dst = append(dst, v)
+		}
+	}
+	for _, c := range k.children {
+		dst = appendValuesOf(dst, m, c.n)
+	}
+	return dst
 }

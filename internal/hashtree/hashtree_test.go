@@ -305,3 +305,34 @@ func TestLargeRandomWorkloadKeepsInvariants(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendValuesOf(t *testing.T) {
+	for _, weak := range []bool{false, true} {
+		if weak {
+			withHash(t, weakHash)
+		}
+		var m Map[int]
+		var keys Map[struct{}]
+		e := NewEpoch()
+		for i := 0; i < 3000; i++ {
+			m.Set(e, strconv.Itoa(i), i)
+			if i%3 == 0 {
+				keys.Set(e, strconv.Itoa(i), struct{}{})
+			}
+		}
+		keys.Set(e, "absent", struct{}{})
+		got := AppendValuesOf(nil, m, keys)
+		sort.Ints(got)
+		if len(got) != 1000 {
+			t.Fatalf("got %d values", len(got))
+		}
+		for i, v := range got {
+			if v != 3*i {
+				t.Fatalf("value %d = %d", i, v)
+			}
+		}
+		if len(AppendValuesOf(nil, Map[int]{}, keys)) != 0 || len(AppendValuesOf(nil, m, Map[bool]{})) != 0 {
+			t.Fatal("empty maps yield values")
+		}
+	}
+}
