@@ -208,6 +208,9 @@ func (s *threadSafeMap) recordRVLocked(rv storeRV) {
 		return
 	}
 	s.rv = rv.rv
+	if _, off := s.rvMetric.(noopMetric); off {
+		return
+	}
 	digits := rv.rv
 	if digits == "" {
 		s.rvMetric.Set(0)

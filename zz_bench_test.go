@@ -77,3 +77,17 @@ func benchZZList(b *testing.B, theirs bool) {
 }
 func BenchmarkZZListOurs(b *testing.B)   { benchZZList(b, false) }
 func BenchmarkZZListTheirs(b *testing.B) { benchZZList(b, true) }
+
+func benchZZGet(b *testing.B, theirs bool) {
+	s := zzImpl(theirs)
+	for _, p := range zzPods[0] {
+		s.Add(p)
+	}
+	keys := s.ListKeys()
+	b.ResetTimer()
+	for i := range b.N {
+		s.GetByKey(keys[(i*7919)%len(keys)])
+	}
+}
+func BenchmarkZZGetOurs(b *testing.B)   { benchZZGet(b, false) }
+func BenchmarkZZGetTheirs(b *testing.B) { benchZZGet(b, true) }
