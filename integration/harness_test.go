@@ -40,8 +40,10 @@ type informerRun struct {
 	impl     implementation
 	informer clientcache.SharedIndexInformer
 	recorder *eventRecorder
+	late     []*eventRecorder // handlers added while the informer runs
 	probe    *trafficProbe
 	syncTime time.Duration
+	stop     func() // stops the informer and waits for Run to return
 }
 
 // startInformer runs impl's informer over widgets and waits until it has
@@ -66,10 +68,11 @@ func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *in
 		defer close(done)
 		informer.RunWithContext(ctx)
 	}()
-	t.Cleanup(func() {
+	run.stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
 	})
+	t.Cleanup(run.stop)
 	eventually(t, 2*time.Minute, impl.name+" synced", func() (bool, string) {
 		return informer.HasSynced(), "not synced"
 	})
@@ -181,15 +184,28 @@ func waitConverged(t *testing.T, client dynamic.Interface, runs []*informerRun) 
 			d := want.diff(got)
 			return d == "", d
 		})
-		eventually(t, time.Minute, run.impl.name+" handler reached final state", func() (bool, string) {
-			d := run.recorder.finalStateDiff(want)
-			return d == "", d
-		})
-		for _, problem := range run.recorder.orderProblems() {
-			t.Errorf("%s handler: %s", run.impl.name, problem)
+		for i, rec := range append([]*eventRecorder{run.recorder}, run.late...) {
+			name := fmt.Sprintf("%s handler %d", run.impl.name, i)
+			eventually(t, time.Minute, name+" reached final state", func() (bool, string) {
+				d := rec.finalStateDiff(want)
+				return d == "", d
+			})
+			for _, problem := range rec.orderProblems() {
+				t.Errorf("%s: %s", name, problem)
+			}
 		}
 	}
 	return want
+}
+
+// addLateHandler adds a recording handler to the running informer.
+func (run *informerRun) addLateHandler(t *testing.T) {
+	t.Helper()
+	rec := newEventRecorder()
+	if _, err := run.informer.AddEventHandler(rec); err != nil {
+		t.Fatalf("%s: add handler while running: %v", run.impl.name, err)
+	}
+	run.late = append(run.late, rec)
 }
 
 // writeLog records, per key, every resource version a writer produced.
@@ -218,6 +234,16 @@ type workload struct {
 
 func (wl workload) run(t *testing.T, client dynamic.Interface) *writeLog {
 	t.Helper()
+	log := wl.write(t, client)
+	if t.Failed() {
+		t.FailNow()
+	}
+	return log
+}
+
+// write runs the workload and reports failures with t.Errorf only, so it
+// may run outside the test's goroutine.
+func (wl workload) write(t *testing.T, client dynamic.Interface) *writeLog {
 	log := &writeLog{rvs: map[string][]uint64{}}
 	var wg sync.WaitGroup
 	for w := 0; w < wl.writers; w++ {
@@ -230,9 +256,6 @@ func (wl workload) run(t *testing.T, client dynamic.Interface) *writeLog {
 		}()
 	}
 	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
 	return log
 }
 

@@ -45,16 +45,32 @@ func scaled(n int) int {
 var testNamespaces = []string{"alpha", "beta", "gamma"}
 
 // TestConvergence: informers started before a concurrent workload see every
-// write of every key, in order, and end equal to the server.
+// write of every key, in order; informers started, and handlers added, while
+// it runs see each key's changes in order from their first add on. All end
+// equal to the server.
 func TestConvergence(t *testing.T) {
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
-	runs := startInformers(t, srv)
+	early := startInformers(t, srv)
 
-	written := workload{namespaces: testNamespaces, prefix: "conv", objects: scaled(300), writers: 6, updates: 2, deleteEvery: 4}.run(t, client)
-	want := waitConverged(t, client, runs)
+	wl := workload{namespaces: testNamespaces, prefix: "conv", objects: scaled(300), writers: 6, updates: 2, deleteEvery: 4}
+	writes := make(chan *writeLog, 1)
+	go func() { writes <- wl.write(t, client) }()
+	// Start the late informers once a third of the widgets exist.
+	eventually(t, 2*time.Minute, "workload progress", func() (bool, string) {
+		return early[0].recorder.keys() >= wl.objects/3, "too few widgets yet"
+	})
+	late := startInformers(t, srv)
+	for _, run := range early {
+		run.addLateHandler(t)
+	}
+	written := <-writes
+	if t.Failed() {
+		t.FailNow()
+	}
+	want := waitConverged(t, client, append(early, late...))
 
-	for _, run := range runs {
+	for _, run := range early {
 		missed := 0
 		for key, rvs := range written.rvs {
 			if seen := run.recorder.seenVersions(key); !slices.Equal(seen, rvs) {
@@ -63,11 +79,14 @@ func TestConvergence(t *testing.T) {
 				}
 			}
 		}
+	}
+	for _, run := range append(early, late...) {
 		if tombstones := run.recorder.tombstones(); tombstones != 0 {
 			t.Errorf("%s: %d tombstones without any relist", run.impl.name, tombstones)
 		}
 	}
-	checkListersAgree(t, runs, want)
+	checkListersAgree(t, early, want)
+	checkListersAgree(t, late, want)
 	t.Logf("%d widgets live, %d written; API server start %v", len(want), len(written.rvs), srv.StartDurations)
 }
 

@@ -164,3 +164,10 @@ func (r *eventRecorder) tombstones() int {
 	}
 	return n
 }
+
+// keys counts the keys the handler has heard of.
+func (r *eventRecorder) keys() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byKey)
+}

@@ -139,6 +139,7 @@ type probedBody struct {
 	io.ReadCloser
 	probe  *trafficProbe
 	mu     sync.Mutex
+	tail   []byte
 	isCut  bool
 	closed bool
 }
@@ -147,14 +148,18 @@ var goneEvent = []byte(`"code":410`)
 
 func (b *probedBody) Read(buf []byte) (int, error) {
 	n, err := b.ReadCloser.Read(buf)
-	if bytes.Contains(buf[:n], goneEvent) {
+	b.mu.Lock()
+	// Keep the end of the previous read so a marker split across reads
+	// is still found.
+	window := append(b.tail, buf[:n]...)
+	b.tail = window[max(0, len(window)-len(goneEvent)+1):]
+	isCut := b.isCut
+	b.mu.Unlock()
+	if bytes.Contains(window, goneEvent) {
 		b.probe.mu.Lock()
 		b.probe.gone++
 		b.probe.mu.Unlock()
 	}
-	b.mu.Lock()
-	isCut := b.isCut
-	b.mu.Unlock()
 	if isCut {
 		return 0, io.EOF
 	}
