@@ -27,7 +27,7 @@ const (
 	// before it takes another.
 	maxEntries = 64
 	// maxChildren is the most children a branch holds; likewise.
-	maxChildren = 64
+	maxChildren = 128
 	// A node with fewer than a quarter of its maximum is merged with a
 	// neighbour when the two fit in one node.
 	minEntries  = maxEntries / 4
