@@ -174,6 +174,8 @@ func TestManyKeysAndSnapshotsAreIsolated(t *testing.T) {
 			t.Fatalf("snapshot changed at %d: %d %v", i, v, ok)
 		}
 	}
+	checkInvariants(t, before)
+	checkInvariants(t, m)
 	keys := m.AppendKeys(nil)
 	sort.Strings(keys)
 	if len(keys) != m.Len() || m.Len() != 20000-6667 {
@@ -275,10 +277,10 @@ func TestLargeRandomWorkloadKeepsInvariants(t *testing.T) {
 		e := NewEpoch()
 		var snaps []Map[int]
 		var snapWants []map[string]int
-		for round := 0; round < 6; round++ {
+		for round := 0; round < 4; round++ {
 			deleteBias := round%2 == 1
-			for i := 0; i < 6000; i++ {
-				k := "key-" + strconv.Itoa(r.Intn(5000))
+			for i := 0; i < 14000; i++ {
+				k := "key-" + strconv.Itoa(r.Intn(12000))
 				if deleteBias && r.Intn(10) < 8 || !deleteBias && r.Intn(10) < 2 {
 					m.Delete(e, k)
 					delete(want, k)
