@@ -364,10 +364,10 @@ func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
 }
 
 func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) {
-	if _, ok := s.items.Get(key); !ok {
+	old, ok := s.items.Delete(s.epoch, key)
+	if !ok {
 		return
 	}
-	old, _ := s.items.Delete(s.epoch, key)
 	for i := range s.indexes {
 		s.reindexLocked(set, i, key, old, true, nil, nil)
 	}
@@ -376,8 +376,9 @@ func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) {
 // Get returns the object stored under key.
 func (s *threadSafeMap) Get(key string) (item interface{}, exists bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.items.Get(key)
+	item, exists = s.items.Get(key)
+	s.mu.Unlock()
+	return item, exists
 }
 
 // List returns every stored object, from one consistent state.
