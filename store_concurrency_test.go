@@ -17,7 +17,10 @@ func TestStoreSnapshotsAreConsistent(t *testing.T) {
 	genIndex := func(obj interface{}) ([]string, error) {
 		return []string{obj.(*v1.Pod).Labels["gen"]}, nil
 	}
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"gen": genIndex})
+	multi := func(obj interface{}) ([]string, error) {
+		return []string{"all", obj.(*v1.Pod).Labels["gen"]}, nil
+	}
+	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"gen": genIndex, "multi": multi})
 	write := func(gen int) {
 		txns := make([]Transaction, objects)
 		for i := range txns {
@@ -68,6 +71,13 @@ func storeCheckOneGeneration(s Indexer, objects int) string {
 		if g := obj.(*v1.Pod).Labels["gen"]; g != gen {
 			return "List mixes generations " + gen + " and " + g
 		}
+	}
+	union, err := s.Index("multi", list[0])
+	if err != nil {
+		return err.Error()
+	}
+	if len(union) != objects {
+		return "Index length " + strconv.Itoa(len(union))
 	}
 	if n := len(s.ListKeys()); n != objects {
 		return "ListKeys length " + strconv.Itoa(n)

@@ -159,6 +159,12 @@ func storeModelCheck(t *testing.T, step string, got Indexer, m *storeModel) {
 			t.Fatalf("%s: GetByKey(%q) = %v, %v, %v", step, key, obj, ok, err)
 		}
 	}
+	for key, obj := range m.items {
+		item, ok, err := got.Get(obj)
+		if err != nil || !ok || item != obj {
+			t.Fatalf("%s: Get(%s) = %v, %v, %v", step, key, item, ok, err)
+		}
+	}
 	for name := range got.GetIndexers() {
 		values := m.indexValues(name)
 		storeModelEqual(t, step+" ListIndexFuncValues "+name, storeModelSorted(got.ListIndexFuncValues(name)), values)

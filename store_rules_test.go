@@ -512,3 +512,35 @@ func TestM1_Listers(t *testing.T) {
 	_, err = NewGenericLister(raw.(Indexer), gr).Get("raw")
 	require.EqualError(t, err, "stored object of type string is not a runtime.Object")
 }
+
+func TestS8_ThreadSafeStoreRefusesUnindexableObjects(t *testing.T) {
+	flaky := &storeFlakyIndex{}
+	ts := NewThreadSafeStore(Indexers{"app": flaky.fn}, nil)
+	ts.Add("ns/a", newTestPod("ns", "a", "1", "app", "x"))
+	ts.Update("ns/a", newTestPod("ns", "a", "2", "bad", "yes"))
+	got, ok := ts.Get("ns/a")
+	require.True(t, ok)
+	assert.Equal(t, "1", got.(*v1.Pod).ResourceVersion, "the failing update was not applied")
+	ts.Replace(map[string]interface{}{"ns/b": newTestPod("ns", "b", "3", "bad", "yes")}, "3")
+	assert.Equal(t, []string{"ns/a"}, ts.ListKeys(), "the failing replace was not applied")
+	keys, err := ts.IndexKeys("app", "x")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a"}, keys)
+}
+
+func TestS14_TransactionSkipsOnlyFailingWrites(t *testing.T) {
+	flaky := &storeFlakyIndex{}
+	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"app": flaky.fn})
+	txErr := s.(TransactionStore).Transaction(
+		Transaction{Object: newTestPod("ns", "a", "1", "app", "x"), Type: TransactionTypeAdd},
+		Transaction{Object: newTestPod("ns", "b", "2", "bad", "yes"), Type: TransactionTypeAdd},
+		Transaction{Object: newTestPod("ns", "c", "3", "app", "x"), Type: "Upsert"},
+		Transaction{Object: newTestPod("ns", "d", "4", "app", "y"), Type: TransactionTypeUpdate},
+	)
+	require.NotNil(t, txErr)
+	assert.Equal(t, []int{0, 3}, txErr.SuccessfulIndices)
+	require.Len(t, txErr.Errors, 2)
+	assert.ErrorContains(t, txErr.Errors[0], `unable to calculate an index entry for key "ns/b" on index "app"`)
+	assert.EqualError(t, txErr.Errors[1], `unknown transaction type "Upsert"`)
+	assert.Equal(t, []string{"ns/a", "ns/d"}, storeSortedKeys(s))
+}

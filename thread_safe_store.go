@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -15,13 +16,13 @@ import (
 	"github.com/openinformer/cache/internal/hashtree"
 )
 
-// The store keeps its items and every index in persistent hash tries. A
-// reader that needs more than a handful of entries takes the current roots
-// under the lock and walks them after releasing it, so a List of a large
-// store never holds the lock for the length of its copy and always sees one
-// consistent state. The writer changes trie nodes in place until a reader
-// freezes them; its next write then starts a new epoch and copies the few
-// nodes on its path.
+// The store keeps its items and every index in persistent trees
+// (internal/hashtree). A reader that needs more than a handful of entries
+// takes the current roots under the lock and walks them after releasing it,
+// so a List of a large store never holds the lock for the length of its copy
+// and always sees one consistent state. The writer changes tree nodes in
+// place until a reader freezes them; its next write then starts a new epoch
+// and copies the few nodes on its path.
 //
 // Every critical section is short, so one plain Mutex serves readers and
 // writers. An RWMutex measured 40 times slower for a writer facing ten
@@ -33,9 +34,10 @@ import (
 // its path.
 const copyUnderLock = 64
 
-// keySet maps the store keys sharing one index value to their objects, so
-// ByIndex needs no second lookup per key.
-type keySet = hashtree.Map[any]
+// keySet holds the store keys sharing one index value. It keeps no
+// objects, so a write that leaves an object's index values alone leaves the
+// index alone too; reads find the objects in the items of the same state.
+type keySet = hashtree.Map[struct{}]
 
 // valueIndex maps each value of one index to its keySet.
 type valueIndex = hashtree.Map[keySet]
@@ -134,9 +136,9 @@ func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider Inf
 // threadSafeMap is the ThreadSafeStore behind every Store and Indexer here.
 type threadSafeMap struct {
 	mu sync.Mutex
-	// epoch owns the trie nodes the writer may change in place.
+	// epoch owns the tree nodes the writer may change in place.
 	epoch hashtree.Epoch
-	// frozen is set by readers that walk the tries outside the lock; the
+	// frozen is set by readers that walk the trees outside the lock; the
 	// next write then moves to a new epoch.
 	frozen   bool
 	items    hashtree.Map[any]
@@ -206,6 +208,9 @@ func (s *threadSafeMap) recordRVLocked(rv storeRV) {
 		return
 	}
 	s.rv = rv.rv
+	if _, off := s.rvMetric.(noopMetric); off {
+		return
+	}
 	digits := rv.rv
 	if digits == "" {
 		s.rvMetric.Set(0)
@@ -277,8 +282,7 @@ func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old in
 		switch {
 		case err != nil:
 			s.removeEverywhereLocked(idx, key)
-		case len(oldVals) == 1 && len(vals) == 1 && oldVals[0] == vals[0]:
-			s.addToValueLocked(idx, vals[0], key, obj)
+		case slices.Equal(oldVals, vals):
 			return
 		default:
 			for _, v := range oldVals {
@@ -287,7 +291,7 @@ func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old in
 		}
 	}
 	for _, v := range vals {
-		s.addToValueLocked(idx, v, key, obj)
+		s.addToValueLocked(idx, v, key)
 	}
 }
 
@@ -300,7 +304,6 @@ func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, old 
 			s.removeEverywhereLocked(idx, key)
 		case obj != nil:
 			if newMeta, _ := accessor(obj); newMeta.GetNamespace() == oldMeta.GetNamespace() {
-				s.addToValueLocked(idx, newMeta.GetNamespace(), key, obj)
 				return
 			}
 			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key)
@@ -310,13 +313,13 @@ func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, old 
 	}
 	if obj != nil {
 		newMeta, _ := accessor(obj)
-		s.addToValueLocked(idx, newMeta.GetNamespace(), key, obj)
+		s.addToValueLocked(idx, newMeta.GetNamespace(), key)
 	}
 }
 
-func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string, obj interface{}) {
+func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string) {
 	members, _ := idx.Ref(s.epoch, value)
-	members.Set(s.epoch, key, obj)
+	members.Set(s.epoch, key, struct{}{})
 }
 
 func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string) {
@@ -361,10 +364,10 @@ func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
 }
 
 func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) {
-	if _, ok := s.items.Get(key); !ok {
+	old, ok := s.items.Delete(s.epoch, key)
+	if !ok {
 		return
 	}
-	old, _ := s.items.Delete(s.epoch, key)
 	for i := range s.indexes {
 		s.reindexLocked(set, i, key, old, true, nil, nil)
 	}
@@ -373,14 +376,22 @@ func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) {
 // Get returns the object stored under key.
 func (s *threadSafeMap) Get(key string) (item interface{}, exists bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.items.Get(key)
+	item, exists = s.items.Get(key)
+	s.mu.Unlock()
+	return item, exists
 }
 
 // List returns every stored object, from one consistent state.
 func (s *threadSafeMap) List() []interface{} {
-	list, _ := s.collectValues(func() (keySet, error) { return s.items, nil })
-	return list
+	s.mu.Lock()
+	items := s.items
+	if items.Len() > copyUnderLock {
+		s.freezeLocked()
+		s.mu.Unlock()
+	} else {
+		defer s.mu.Unlock()
+	}
+	return items.AppendValues(make([]interface{}, 0, items.Len()))
 }
 
 // ListKeys returns every key, from one consistent state.
@@ -396,22 +407,23 @@ func (s *threadSafeMap) ListKeys() []string {
 	return m.AppendKeys(make([]string, 0, m.Len()))
 }
 
-// collectValues returns the values of the map pick chooses, read under the
-// lock for small maps and from a frozen snapshot for large ones.
-func (s *threadSafeMap) collectValues(pick func() (keySet, error)) ([]interface{}, error) {
+// membersValues returns the objects of the keys pick chooses, read under
+// the lock for few keys and from a frozen snapshot for many.
+func (s *threadSafeMap) membersValues(pick func() (keySet, error)) ([]interface{}, error) {
 	s.mu.Lock()
-	m, err := pick()
+	members, err := pick()
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	if m.Len() > copyUnderLock {
+	items := s.items
+	if members.Len() > copyUnderLock {
 		s.freezeLocked()
 		s.mu.Unlock()
 	} else {
 		defer s.mu.Unlock()
 	}
-	return m.AppendValues(make([]interface{}, 0, m.Len())), nil
+	return hashtree.AppendValuesOf(make([]interface{}, 0, members.Len()), items, members), nil
 }
 
 // Replace swaps the whole content for items and sets the resource version.
@@ -468,7 +480,7 @@ func buildIndexes(names []string, fns []IndexFunc, items hashtree.Map[any], e ha
 			}
 			for _, v := range vals {
 				members, _ := indexes[i].Ref(e, v)
-				members.Set(e, key, obj)
+				members.Set(e, key, struct{}{})
 			}
 		}
 		return true
@@ -490,7 +502,7 @@ func (s *threadSafeMap) Index(indexName string, obj interface{}) ([]interface{},
 	}
 	i := set.pos[indexName]
 	if len(vals) == 1 {
-		return s.collectValues(func() (keySet, error) {
+		return s.membersValues(func() (keySet, error) {
 			members, _ := s.indexes[i].Get(vals[0])
 			return members, nil
 		})
@@ -509,22 +521,22 @@ func (s *threadSafeMap) union(i int, vals []string) []interface{} {
 			total += members.Len()
 		}
 	}
+	items := s.items
 	if total > copyUnderLock {
 		s.freezeLocked()
+		s.mu.Unlock()
+	} else {
+		defer s.mu.Unlock()
 	}
-	s.mu.Unlock()
-	seen := make(map[string]struct{}, total)
-	out := make([]interface{}, 0, total)
+	var merged keySet
+	e := hashtree.NewEpoch()
 	for _, members := range groups {
-		members.Range(func(key string, obj interface{}) bool {
-			if _, dup := seen[key]; !dup {
-				seen[key] = struct{}{}
-				out = append(out, obj)
-			}
+		members.Range(func(key string, _ struct{}) bool {
+			merged.Set(e, key, struct{}{})
 			return true
 		})
 	}
-	return out
+	return hashtree.AppendValuesOf(make([]interface{}, 0, merged.Len()), items, merged)
 }
 
 // membersLocked returns the keySet of value in the named index; the caller
@@ -541,7 +553,7 @@ func (s *threadSafeMap) membersLocked(indexName, value string) (keySet, error) {
 // ByIndex returns the stored objects whose values in the named index
 // include indexedValue.
 func (s *threadSafeMap) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	return s.collectValues(func() (keySet, error) { return s.membersLocked(indexName, indexedValue) })
+	return s.membersValues(func() (keySet, error) { return s.membersLocked(indexName, indexedValue) })
 }
 
 // IndexKeys returns, sorted, the keys whose values in the named index

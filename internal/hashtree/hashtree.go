@@ -17,6 +17,7 @@ package hashtree
 
 import (
 	"hash/maphash"
+	"math"
 	"slices"
 	"sync/atomic"
 )
@@ -26,7 +27,7 @@ const (
 	// before it takes another.
 	maxEntries = 64
 	// maxChildren is the most children a branch holds; likewise.
-	maxChildren = 64
+	maxChildren = 128
 	// A node with fewer than a quarter of its maximum is merged with a
 	// neighbour when the two fit in one node.
 	minEntries  = maxEntries / 4
@@ -96,15 +97,15 @@ func (n *node[V]) owned(e Epoch) *node[V] {
 	return c
 }
 
+// The hashes below a node are spread evenly over the range its parent
+// gives it (lo to hi), so interpolating within that range lands next to the
+// answer without touching the node's ends; short scans fix the guess up,
+// and a skewed hash only makes them longer.
+
 // childIndex is the index of the child whose range holds p.
-func (n *node[V]) childIndex(p pos) int {
+func (n *node[V]) childIndex(p pos, lo, hi uint64) int {
 	c := n.children
-	// Hashes are uniform, so interpolation lands next to the answer; the
-	// scans fix the guess up, and a skewed hash only makes them longer.
-	i := guess(p.hash, c[0].low.hash, c[len(c)-1].low.hash, len(c))
-	if i == 0 {
-		i = 1
-	}
+	i := max(guess(p.hash, lo, hi, len(c)), 1)
 	for i > 1 && p.less(c[i-1].low) {
 		i--
 	}
@@ -114,13 +115,21 @@ func (n *node[V]) childIndex(p pos) int {
 	return i - 1
 }
 
-// entryIndex is the index of the first entry not below p.
-func (n *node[V]) entryIndex(p pos) int {
-	es := n.entries
-	if len(es) == 0 {
-		return 0
+// childRange narrows lo and hi to the range of child i.
+func (n *node[V]) childRange(i int, lo, hi uint64) (uint64, uint64) {
+	if i > 0 {
+		lo = n.children[i].low.hash
 	}
-	i := guess(p.hash, es[0].hash, es[len(es)-1].hash, len(es))
+	if i+1 < len(n.children) {
+		hi = n.children[i+1].low.hash
+	}
+	return lo, hi
+}
+
+// entryIndex is the index of the first entry not below p.
+func (n *node[V]) entryIndex(p pos, lo, hi uint64) int {
+	es := n.entries
+	i := guess(p.hash, lo, hi, len(es))
 	for i > 0 && !es[i-1].less(p) {
 		i--
 	}
@@ -130,15 +139,15 @@ func (n *node[V]) entryIndex(p pos) int {
 	return i
 }
 
-// guess interpolates where h falls among n sorted hashes from lo to hi.
+// guess interpolates where h falls among n hashes spread from lo to hi.
 func guess(h, lo, hi uint64, n int) int {
-	switch {
-	case h <= lo:
+	if h <= lo || hi <= lo {
 		return 0
-	case h >= hi:
-		return n - 1
 	}
-	return int(float64(h-lo) / float64(hi-lo) * float64(n-1))
+	if h >= hi {
+		return n
+	}
+	return int(float64(h-lo) / float64(hi-lo) * float64(n))
 }
 
 // Map is a persistent map from string to V. The zero value is an empty map.
@@ -157,14 +166,22 @@ func (m Map[V]) Get(key string) (V, bool) {
 	if n == nil {
 		return zero, false
 	}
-	p := pos{hashKey(key), key}
+	return n.find(pos{hashKey(key), key})
+}
+
+// find returns the value at p below n.
+func (n *node[V]) find(p pos) (V, bool) {
+	lo, hi := uint64(0), uint64(math.MaxUint64)
 	for !n.isLeaf() {
-		n = n.children[n.childIndex(p)].n
+		i := n.childIndex(p, lo, hi)
+		lo, hi = n.childRange(i, lo, hi)
+		n = n.children[i].n
 	}
-	i := n.entryIndex(p)
+	i := n.entryIndex(p, lo, hi)
 	if i < len(n.entries) && n.entries[i].pos == p {
 		return n.entries[i].val, true
 	}
+	var zero V
 	return zero, false
 }
 
@@ -201,7 +218,7 @@ func (m *Map[V]) ref(e Epoch, key string, create bool) (*V, bool) {
 		}
 		m.root = &node[V]{epoch: e, entries: make([]entry[V], 0, 1)}
 	}
-	root, right, low, ref, added := m.root.ref(e, pos{hashKey(key), key}, create)
+	root, right, low, ref, added := m.root.ref(e, pos{hashKey(key), key}, 0, math.MaxUint64, create)
 	if ref == nil {
 		return nil, false
 	}
@@ -218,9 +235,9 @@ func (m *Map[V]) ref(e Epoch, key string, create bool) (*V, bool) {
 // ref finds or, if create, adds the entry at p below n. If the node
 // overflowed it returns the split-off right half and its lower bound too.
 // When p is absent and not to be created, nothing is copied and ref is nil.
-func (n *node[V]) ref(e Epoch, p pos, create bool) (_, right *node[V], low pos, ref *V, added bool) {
+func (n *node[V]) ref(e Epoch, p pos, lo, hi uint64, create bool) (_, right *node[V], low pos, ref *V, added bool) {
 	if n.isLeaf() {
-		i := n.entryIndex(p)
+		i := n.entryIndex(p, lo, hi)
 		found := i < len(n.entries) && n.entries[i].pos == p
 		if !found && !create {
 			return n, nil, pos{}, nil, false
@@ -240,8 +257,9 @@ func (n *node[V]) ref(e Epoch, p pos, create bool) (_, right *node[V], low pos, 
 		target.entries = insertAt(target.entries, j, entry[V]{pos: p}, maxEntries)
 		return n, right, low, &target.entries[j].val, true
 	}
-	i := n.childIndex(p)
-	kid, kidRight, kidLow, ref, added := n.children[i].n.ref(e, p, create)
+	i := n.childIndex(p, lo, hi)
+	klo, khi := n.childRange(i, lo, hi)
+	kid, kidRight, kidLow, ref, added := n.children[i].n.ref(e, p, klo, khi, create)
 	if ref == nil {
 		return n, nil, pos{}, nil, false
 	}
@@ -313,7 +331,7 @@ func (m *Map[V]) Delete(e Epoch, key string) (V, bool) {
 	if m.root == nil {
 		return zero, false
 	}
-	root, old, ok := m.root.del(e, pos{hashKey(key), key})
+	root, old, ok := m.root.del(e, pos{hashKey(key), key}, 0, math.MaxUint64)
 	if !ok {
 		return zero, false
 	}
@@ -328,10 +346,10 @@ func (m *Map[V]) Delete(e Epoch, key string) (V, bool) {
 	return old, true
 }
 
-func (n *node[V]) del(e Epoch, p pos) (*node[V], V, bool) {
+func (n *node[V]) del(e Epoch, p pos, lo, hi uint64) (*node[V], V, bool) {
 	var zero V
 	if n.isLeaf() {
-		i := n.entryIndex(p)
+		i := n.entryIndex(p, lo, hi)
 		if i == len(n.entries) || n.entries[i].pos != p {
 			return n, zero, false
 		}
@@ -340,8 +358,9 @@ func (n *node[V]) del(e Epoch, p pos) (*node[V], V, bool) {
 		n.entries = slices.Delete(n.entries, i, i+1)
 		return n, old, true
 	}
-	i := n.childIndex(p)
-	kid, old, ok := n.children[i].n.del(e, p)
+	i := n.childIndex(p, lo, hi)
+	klo, khi := n.childRange(i, lo, hi)
+	kid, old, ok := n.children[i].n.del(e, p, klo, khi)
 	if !ok {
 		return n, zero, false
 	}
@@ -459,4 +478,25 @@ func (n *node[V]) rangeAll(fn func(string, V) bool) bool {
 		}
 	}
 	return true
+}
+
+// AppendValuesOf appends the value in m of every key of keys that m holds,
+// in keys' order. Both maps are ordered by hash, so no key is hashed again.
+func AppendValuesOf[V, W any](dst []V, m Map[V], keys Map[W]) []V {
+	if m.root == nil || keys.root == nil {
+		return dst
+	}
+	return appendValuesOf(dst, m.root, keys.root)
+}
+
+func appendValuesOf[V, W any](dst []V, m *node[V], k *node[W]) []V {
+	for i := range k.entries {
+		if v, ok := m.find(k.entries[i].pos); ok {
+			dst = append(dst, v)
+		}
+	}
+	for _, c := range k.children {
+		dst = appendValuesOf(dst, m, c.n)
+	}
+	return dst
 }

@@ -15,8 +15,8 @@ func withHash(t testing.TB, h func(string) uint64) {
 	t.Cleanup(func() { hashKey = old })
 }
 
-// weakHash maps keys onto a handful of hashes so that collision nodes and
-// deep subtries are exercised.
+// weakHash maps keys onto a handful of hashes so that equal hashes with
+// different keys, ordered by key, are exercised.
 func weakHash(key string) uint64 {
 	var h uint64
 	for i := 0; i < len(key); i++ {
@@ -174,6 +174,8 @@ func TestManyKeysAndSnapshotsAreIsolated(t *testing.T) {
 			t.Fatalf("snapshot changed at %d: %d %v", i, v, ok)
 		}
 	}
+	checkInvariants(t, before)
+	checkInvariants(t, m)
 	keys := m.AppendKeys(nil)
 	sort.Strings(keys)
 	if len(keys) != m.Len() || m.Len() != 20000-6667 {
@@ -275,10 +277,10 @@ func TestLargeRandomWorkloadKeepsInvariants(t *testing.T) {
 		e := NewEpoch()
 		var snaps []Map[int]
 		var snapWants []map[string]int
-		for round := 0; round < 6; round++ {
+		for round := 0; round < 4; round++ {
 			deleteBias := round%2 == 1
-			for i := 0; i < 6000; i++ {
-				k := "key-" + strconv.Itoa(r.Intn(5000))
+			for i := 0; i < 14000; i++ {
+				k := "key-" + strconv.Itoa(r.Intn(12000))
 				if deleteBias && r.Intn(10) < 8 || !deleteBias && r.Intn(10) < 2 {
 					m.Delete(e, k)
 					delete(want, k)
@@ -302,6 +304,37 @@ func TestLargeRandomWorkloadKeepsInvariants(t *testing.T) {
 		for i := range snaps {
 			checkInvariants(t, snaps[i])
 			checkSame(t, snaps[i], snapWants[i])
+		}
+	}
+}
+
+func TestAppendValuesOf(t *testing.T) {
+	for _, weak := range []bool{false, true} {
+		if weak {
+			withHash(t, weakHash)
+		}
+		var m Map[int]
+		var keys Map[struct{}]
+		e := NewEpoch()
+		for i := 0; i < 3000; i++ {
+			m.Set(e, strconv.Itoa(i), i)
+			if i%3 == 0 {
+				keys.Set(e, strconv.Itoa(i), struct{}{})
+			}
+		}
+		keys.Set(e, "absent", struct{}{})
+		got := AppendValuesOf(nil, m, keys)
+		sort.Ints(got)
+		if len(got) != 1000 {
+			t.Fatalf("got %d values", len(got))
+		}
+		for i, v := range got {
+			if v != 3*i {
+				t.Fatalf("value %d = %d", i, v)
+			}
+		}
+		if len(AppendValuesOf(nil, Map[int]{}, keys)) != 0 || len(AppendValuesOf(nil, m, Map[bool]{})) != 0 {
+			t.Fatal("empty maps yield values")
 		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 	cache "github.com/openinformer/cache"
 )
 
-// The store cases compare Add, index-changing Update, ByIndex and List on
-// 100k objects, and a writer's throughput while readers List in a loop.
+// The store cases compare Add, index-changing Update, ByIndex, List and
+// GetByKey on 100k objects, and a writer's throughput while readers List in
+// a loop.
 
 const (
 	storeBenchSize       = 100_000
@@ -140,13 +141,28 @@ func benchStoreList(impl storeBenchImpl) func(b *testing.B) {
 	}
 }
 
-// benchStoreContended runs, per op, one writer updating a 10k-object store
-// for a fixed window while readers call List in a loop, and reports the
-// writer's throughput.
-func benchStoreContended(impl storeBenchImpl, readers int) func(b *testing.B) {
+// benchStoreGet reads one object by key per op.
+func benchStoreGet(impl storeBenchImpl) func(b *testing.B) {
+	return func(b *testing.B) {
+		s := filledStore(impl, storeBenchSize)
+		keys := s.ListKeys()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if _, ok, _ := s.GetByKey(keys[(i*7919)%len(keys)]); !ok {
+				b.Fatal("missing")
+			}
+		}
+	}
+}
+
+// benchStoreContended runs, per op, one writer updating a store of size
+// objects for a fixed window while readers call List in a loop, and
+// reports the writer's throughput.
+func benchStoreContended(impl storeBenchImpl, size, readers int) func(b *testing.B) {
 	return func(b *testing.B) {
 		pods := storeBenchPods()
-		s := filledStore(impl, storeContendedSize)
+		s := filledStore(impl, size)
 		var writes int64
 		var elapsed time.Duration
 		b.ResetTimer()
@@ -162,7 +178,7 @@ func benchStoreContended(impl storeBenchImpl, readers int) func(b *testing.B) {
 			}
 			start := time.Now()
 			for i := 0; time.Since(start) < storeContendedWindow; i++ {
-				if err := s.Update(pods[1-(i/storeContendedSize)%2][i%storeContendedSize]); err != nil {
+				if err := s.Update(pods[1-(i/size)%2][i%size]); err != nil {
 					b.Fatal(err)
 				}
 				writes++
@@ -181,12 +197,15 @@ func init() {
 		benchCase{"Store/UpdateIndexChanging-100k", benchStoreUpdate(oursStoreImpl), benchStoreUpdate(theirsStoreImpl)},
 		benchCase{"Store/ByIndex-100k", benchStoreByIndex(oursStoreImpl), benchStoreByIndex(theirsStoreImpl)},
 		benchCase{"Store/List-100k", benchStoreList(oursStoreImpl), benchStoreList(theirsStoreImpl)},
+		benchCase{"Store/GetByKey-100k", benchStoreGet(oursStoreImpl), benchStoreGet(theirsStoreImpl)},
+		benchCase{"Store/WriteWhileListing-100k-10readers",
+			benchStoreContended(oursStoreImpl, storeBenchSize, 10), benchStoreContended(theirsStoreImpl, storeBenchSize, 10)},
 	)
 	for _, r := range []int{0, 1, 10} {
 		register(benchCase{
 			Name:   "Store/WriteWhileListing-10k-" + strconv.Itoa(r) + "readers",
-			Ours:   benchStoreContended(oursStoreImpl, r),
-			Theirs: benchStoreContended(theirsStoreImpl, r),
+			Ours:   benchStoreContended(oursStoreImpl, storeContendedSize, r),
+			Theirs: benchStoreContended(theirsStoreImpl, storeContendedSize, r),
 		})
 	}
 }
