@@ -86,6 +86,7 @@ func newWidgetObject() *unstructured.Unstructured {
 // builds informers with each implementation reconciles creates, updates and
 // deletes reading from the cache, and serves a field index added after start.
 func TestControllerRuntimeManager(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	crlog.SetLogger(logr.Discard())
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	for _, impl := range implementations {

@@ -49,9 +49,13 @@ var testNamespaces = []string{"alpha", "beta", "gamma"}
 // it runs see each key's changes in order from their first add on. All end
 // equal to the server.
 func TestConvergence(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	early := startInformers(t, srv)
+	if len(goroutinesMentioning(ourPackage)) == 0 {
+		t.Error("no openinformer goroutine while informers run: the leak check is blind")
+	}
 
 	wl := workload{namespaces: testNamespaces, prefix: "conv", objects: scaled(300), writers: 6, updates: 2, deleteEvery: 4}
 	writes := make(chan *writeLog, 1)
@@ -94,6 +98,7 @@ func TestConvergence(t *testing.T) {
 // changes and etcd is compacted, so the informer's next watch gets 410 Gone;
 // it relists and converges without losing an update.
 func TestRelistAfterCompaction(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: false})
 	client := srv.Dynamic()
 	workload{namespaces: testNamespaces, prefix: "before", objects: scaled(120), writers: 4, updates: 1}.run(t, client)
@@ -133,6 +138,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 
 // TestStartPaths: watch-list streaming and list+watch fill the same cache.
 func TestStartPaths(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	workload{namespaces: testNamespaces, prefix: "start", objects: scaled(200), writers: 4, updates: 1, deleteEvery: 5}.run(t, client)
@@ -164,6 +170,7 @@ func TestStartPaths(t *testing.T) {
 // TestServerRestart: the API server stops under running informers and starts
 // again on the same etcd; the informers recover and converge.
 func TestServerRestart(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	workload{namespaces: testNamespaces, prefix: "first", objects: scaled(100), writers: 4, updates: 1}.run(t, client)
