@@ -76,6 +76,19 @@ func (r *widgetReconciler) diff(want map[types.NamespacedName]int64) string {
 	return ""
 }
 
+// deletesSeen counts widgets whose last reconcile found them gone.
+func (r *widgetReconciler) deletesSeen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, v := range r.seen {
+		if v == -1 {
+			n++
+		}
+	}
+	return n
+}
+
 func newWidgetObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(apiserver.WidgetGVK)
@@ -109,6 +122,9 @@ func checkManager(t *testing.T, srv *apiserver.Server, impl implementation) {
 		d := rec.diff(want)
 		return d == "", d
 	})
+	if rec.deletesSeen() == 0 {
+		t.Error("no reconcile saw a deleted widget")
+	}
 	if counts, _ := probe.snapshot(); counts[kindGet] != 0 {
 		t.Errorf("manager client read from the server, not the cache: requests %v", counts)
 	}

@@ -208,16 +208,25 @@ func (run *informerRun) addLateHandler(t *testing.T) {
 	run.late = append(run.late, rec)
 }
 
-// writeLog records, per key, every resource version a writer produced.
+// writeLog records, per key, every resource version a writer produced and
+// when the request for it was sent.
 type writeLog struct {
-	mu  sync.Mutex
-	rvs map[string][]uint64
+	mu   sync.Mutex
+	rvs  map[string][]uint64
+	sent map[writtenVersion]time.Time
 }
 
-func (w *writeLog) add(u *unstructured.Unstructured) {
+type writtenVersion struct {
+	key string
+	rv  uint64
+}
+
+func (w *writeLog) add(u *unstructured.Unstructured, sent time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.rvs[widgetKey(u)] = append(w.rvs[widgetKey(u)], parseRV(u))
+	key, rv := widgetKey(u), parseRV(u)
+	w.rvs[key] = append(w.rvs[key], rv)
+	w.sent[writtenVersion{key, rv}] = sent
 }
 
 // workload creates, updates and deletes widgets from several goroutines.
@@ -244,7 +253,7 @@ func (wl workload) run(t *testing.T, client dynamic.Interface) *writeLog {
 // write runs the workload and reports failures with t.Errorf only, so it
 // may run outside the test's goroutine.
 func (wl workload) write(t *testing.T, client dynamic.Interface) *writeLog {
-	log := &writeLog{rvs: map[string][]uint64{}}
+	log := &writeLog{rvs: map[string][]uint64{}, sent: map[writtenVersion]time.Time{}}
 	var wg sync.WaitGroup
 	for w := 0; w < wl.writers; w++ {
 		wg.Add(1)
@@ -271,11 +280,12 @@ func (wl workload) writer(client dynamic.Interface, w int, log *writeLog) error 
 				return err
 			}
 		}
+		sent := time.Now()
 		created, err := client.Resource(apiserver.WidgetGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
-		log.add(created)
+		log.add(created, sent)
 		mine = append(mine, created)
 	}
 	for u := 1; u <= wl.updates; u++ {
@@ -283,11 +293,12 @@ func (wl workload) writer(client dynamic.Interface, w int, log *writeLog) error 
 			if err := unstructured.SetNestedField(obj.Object, int64(u), "spec", "value"); err != nil {
 				return err
 			}
+			sent := time.Now()
 			updated, err := client.Resource(apiserver.WidgetGVR).Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
 			if err != nil {
 				return err
 			}
-			log.add(updated)
+			log.add(updated, sent)
 			mine[j] = updated
 		}
 	}

@@ -84,6 +84,7 @@ func TestConvergence(t *testing.T) {
 			}
 		}
 	}
+	logLatencies(t, early, written)
 	for _, run := range append(early, late...) {
 		if tombstones := run.recorder.tombstones(); tombstones != 0 {
 			t.Errorf("%s: %d tombstones without any relist", run.impl.name, tombstones)
@@ -254,4 +255,25 @@ func setWatchListClient(t *testing.T, on bool) {
 	original := features.FeatureGates()
 	features.ReplaceFeatureGates(watchListGate{Gates: original, watchList: on})
 	t.Cleanup(func() { features.ReplaceFeatureGates(original) })
+}
+
+// logLatencies prints, per informer, the time from sending a write to the
+// handler's notification of it, and the ratios to the first informer.
+func logLatencies(t *testing.T, runs []*informerRun, written *writeLog) {
+	var ref [3]time.Duration
+	for i, run := range runs {
+		l := run.recorder.latencies(written)
+		if len(l) == 0 {
+			t.Errorf("%s: no latencies", run.impl.name)
+			continue
+		}
+		q := [3]time.Duration{l[len(l)/2], l[len(l)*9/10], l[len(l)*99/100]}
+		t.Logf("%s: write-to-handler latency over %d events: p50 %v, p90 %v, p99 %v", run.impl.name, len(l), q[0], q[1], q[2])
+		if i == 0 {
+			ref = q
+			continue
+		}
+		t.Logf("%s/%s latency: p50 %.2f, p90 %.2f, p99 %.2f", run.impl.name, runs[0].impl.name,
+			ratio(float64(q[0]), float64(ref[0])), ratio(float64(q[1]), float64(ref[1])), ratio(float64(q[2]), float64(ref[2])))
+	}
 }
