@@ -50,6 +50,13 @@ type informerRun struct {
 // synced. It is stopped, and its Run awaited, when the test ends.
 func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *informerRun {
 	t.Helper()
+	return startInformerWith(t, srv, impl, nil)
+}
+
+// startInformerWith is startInformer with a setup step between creating the
+// informer and running it.
+func startInformerWith(t *testing.T, srv *apiserver.Server, impl implementation, setup func(clientcache.SharedIndexInformer) error) *informerRun {
+	t.Helper()
 	probe := newTrafficProbe()
 	client, err := dynamic.NewForConfig(probe.wrap(srv.Config()))
 	if err != nil {
@@ -60,6 +67,11 @@ func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *in
 	run := &informerRun{impl: impl, informer: informer, recorder: newEventRecorder(), probe: probe}
 	if _, err := informer.AddEventHandler(run.recorder); err != nil {
 		t.Fatalf("%s: add handler: %v", impl.name, err)
+	}
+	if setup != nil {
+		if err := setup(informer); err != nil {
+			t.Fatalf("%s: setup: %v", impl.name, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
