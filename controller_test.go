@@ -284,3 +284,28 @@ func TestC7_BatchTransactionNotifiesOnlySuccessfulWrites(t *testing.T) {
 	assert.Contains(t, err.Error(), "unexpected error when handling deltas: ")
 	assert.Equal(t, []string{"add ns/b@1"}, ph.calls, "without transactions each delta is applied on its own")
 }
+
+func TestC4_SyncStateDelegatesToTheQueue(t *testing.T) {
+	q := controllerTestQueue()
+	c := New(&Config{Queue: q, ListerWatcher: newDiffServer(false), Process: func(interface{}, bool) error { return nil }})
+	assert.Equal(t, q.HasSyncedChecker(), c.HasSyncedChecker())
+	assert.False(t, c.HasSynced())
+	require.NoError(t, q.Replace(nil, "5"))
+	_, err := q.Pop(func(interface{}, bool) error { return nil })
+	require.NoError(t, err)
+	assert.True(t, c.HasSynced(), "the queue synced, so did the controller")
+	assert.Equal(t, "", c.LastSyncResourceVersion(), "no reflector before Run")
+}
+
+func TestG1_GatesReadAtRunForSharedInformersAtConstructionForNewInformer(t *testing.T) {
+	_, lw := informerTestServer("a")
+	shared := NewSharedIndexInformer(lw, &v1.Pod{}, 0, nil).(*sharedIndexInformer)
+	_, plain := NewInformerWithOptions(InformerOptions{ListerWatcher: lw, ObjectType: &v1.Pod{}})
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.AtomicFIFO, false)
+	stop := informerTestRun(shared)
+	informerTestWait(t, "sync", shared.HasSyncedChecker())
+	stop()
+	assert.False(t, shared.controller.(*controller).config.Queue.(*RealFIFO).atomicEvents, "shared informer: gate read in Run")
+	assert.True(t, plain.(*controller).config.Queue.(*RealFIFO).atomicEvents, "NewInformer*: gate read at construction")
+	goleak.VerifyNone(t)
+}

@@ -67,7 +67,9 @@ func (f ResourceEventHandlerDetailedFuncs) OnDelete(obj interface{}) {
 // objects pass FilterFunc. An update is translated by membership: an object
 // entering the filtered set arrives as an add (not in the initial list), one
 // leaving it as a delete of the old object. FilterFunc must not modify
-// objects and must cope with DeletedFinalStateUnknown on delete.
+// objects and must cope with DeletedFinalStateUnknown on delete. Unlike
+// client-go, nil fields do not panic: a nil FilterFunc lets every object
+// through and a nil Handler receives nothing.
 type FilteringResourceEventHandler struct {
 	FilterFunc func(obj interface{}) bool
 	Handler    ResourceEventHandler
@@ -75,7 +77,7 @@ type FilteringResourceEventHandler struct {
 
 // OnAdd forwards obj if it passes the filter.
 func (f FilteringResourceEventHandler) OnAdd(obj interface{}, isInInitialList bool) {
-	if f.FilterFunc(obj) {
+	if f.passes(obj) {
 		f.Handler.OnAdd(obj, isInInitialList)
 	}
 }
@@ -83,7 +85,7 @@ func (f FilteringResourceEventHandler) OnAdd(obj interface{}, isInInitialList bo
 // OnUpdate forwards an update, an add or a delete depending on which of the
 // two objects pass the filter.
 func (f FilteringResourceEventHandler) OnUpdate(oldObj, newObj interface{}) {
-	wasIn, isIn := f.FilterFunc(oldObj), f.FilterFunc(newObj)
+	wasIn, isIn := f.passes(oldObj), f.passes(newObj)
 	switch {
 	case wasIn && isIn:
 		f.Handler.OnUpdate(oldObj, newObj)
@@ -96,7 +98,12 @@ func (f FilteringResourceEventHandler) OnUpdate(oldObj, newObj interface{}) {
 
 // OnDelete forwards obj if it passes the filter.
 func (f FilteringResourceEventHandler) OnDelete(obj interface{}) {
-	if f.FilterFunc(obj) {
+	if f.passes(obj) {
 		f.Handler.OnDelete(obj)
 	}
+}
+
+// passes reports whether obj should reach Handler; false without a Handler.
+func (f FilteringResourceEventHandler) passes(obj interface{}) bool {
+	return f.Handler != nil && (f.FilterFunc == nil || f.FilterFunc(obj))
 }

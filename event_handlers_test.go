@@ -79,6 +79,22 @@ func TestH2_FilteringTranslatesMembershipChanges(t *testing.T) {
 	}, rec.calls)
 }
 
+func TestH2_FilteringWithNilFieldsDoesNotPanic(t *testing.T) {
+	rec := &handlerCallLog{}
+	all := FilteringResourceEventHandler{Handler: rec}
+	all.OnAdd("a", true)
+	all.OnUpdate("a", "b")
+	all.OnDelete("b")
+	assert.Equal(t, []string{"add a true", "update a b", "delete b"}, rec.calls, "a nil FilterFunc lets everything through")
+
+	none := FilteringResourceEventHandler{FilterFunc: func(interface{}) bool { return true }}
+	assert.NotPanics(t, func() {
+		none.OnAdd("a", true)
+		none.OnUpdate("a", "b")
+		none.OnDelete("b")
+	}, "a nil Handler receives nothing")
+}
+
 type nameTestHandler struct{}
 
 func (nameTestHandler) OnAdd(interface{}, bool)           {}

@@ -64,7 +64,7 @@ func NewTTLStore(keyFunc KeyFunc, ttl time.Duration) Store {
 // clock.
 func NewExpirationStore(keyFunc KeyFunc, expirationPolicy ExpirationPolicy) Store {
 	clk := clock.Clock(clock.RealClock{})
-	if ttl, ok := expirationPolicy.(*TTLPolicy); ok && ttl.Clock != nil {
+	if ttl, ok := expirationPolicy.(*TTLPolicy); ok && ttl != nil && ttl.Clock != nil {
 		clk = ttl.Clock
 	}
 	return newExpirationCache(keyFunc, expirationPolicy, clk)

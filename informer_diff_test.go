@@ -17,6 +17,8 @@ import (
 	"github.com/openinformer/cache/fake"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
@@ -55,12 +57,16 @@ func (s *diffServer) rv() int {
 	return n
 }
 
-// expire ends open watches with 410 Gone and drops the history, forcing
-// a relist; changes made right after are only seen through it (the
-// reflector backs off at least 800ms first).
-func (s *diffServer) expire() {
-	s.SendWatchError(fake.Gone("too old resource version"))
+// missWhile makes the changes f applies invisible to open watches: events
+// are held, the history is compacted and the watches are closed, so
+// reflectors get 410 when they resume and see the changes only by
+// relisting.
+func (s *diffServer) missWhile(f func()) {
+	release := s.HoldEvents()
+	defer release()
+	f()
 	s.Compact()
+	s.CloseWatches()
 }
 
 // block makes every list and watch fail.
@@ -307,11 +313,12 @@ func diffScenario(t *testing.T, watchList, resync bool) {
 
 	// 410 Gone: changes made meanwhile are only seen through the relist.
 	each(func(d *diffSubject) {
-		d.server.expire()
-		d.server.apply(watch.Deleted, "c")
-		d.server.apply(watch.Modified, "d", "app", "y")
-		d.server.apply(watch.Added, "f", "app", "x")
-		d.server.apply(watch.Modified, "marker")
+		d.server.missWhile(func() {
+			d.server.apply(watch.Deleted, "c")
+			d.server.apply(watch.Modified, "d", "app", "y")
+			d.server.apply(watch.Added, "f", "app", "x")
+			d.server.apply(watch.Modified, "marker")
+		})
 	})
 	marker = oursSrv.rv()
 	each(func(d *diffSubject) {
@@ -360,13 +367,20 @@ func TestDifferentialInformerMatchesClientGo(t *testing.T) {
 	for _, mode := range []struct {
 		name              string
 		watchList, resync bool
+		gateOff           clientfeatures.Feature
 	}{
-		{"watch-list", true, false},
-		{"list", false, false},
-		{"watch-list with resync", true, true},
-		{"list with resync", false, true},
+		{name: "watch-list", watchList: true},
+		{name: "list"},
+		{name: "watch-list with resync", watchList: true, resync: true},
+		{name: "list with resync", resync: true},
+		{name: "list without AtomicFIFO", gateOff: clientfeatures.AtomicFIFO},
+		{name: "watch-list without batch processing", watchList: true, gateOff: clientfeatures.InOrderInformersBatchProcess},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
+			if mode.gateOff != "" {
+				// Both informers read the same client-go gates.
+				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
+			}
 			diffScenario(t, mode.watchList, mode.resync)
 			goleak.VerifyNone(t)
 		})

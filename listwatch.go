@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -32,37 +33,56 @@ var (
 	_ ListerWatcherWithContext = &ListWatch{}
 )
 
+// Errors of a ListWatch that lacks both functions of a kind, where
+// client-go would call a nil function and panic.
+var (
+	errListWatchNoList  = errors.New("ListWatch has neither ListFunc nor ListWithContextFunc")
+	errListWatchNoWatch = errors.New("ListWatch has neither WatchFunc nor WatchFuncWithContext")
+)
+
 // List lists with ListFunc, or ListWithContextFunc and a background context.
 func (lw *ListWatch) List(options metav1.ListOptions) (runtime.Object, error) {
-	if lw.ListFunc != nil {
-		return lw.ListFunc(options)
-	}
-	return lw.ListWithContextFunc(context.Background(), options)
+	return lw.list(context.Background(), options, true)
 }
 
 // ListWithContext lists with ListWithContextFunc, or ListFunc.
 func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-	if lw.ListWithContextFunc != nil {
+	return lw.list(ctx, options, false)
+}
+
+// list calls the function of the preferred flavour, else the other one.
+func (lw *ListWatch) list(ctx context.Context, options metav1.ListOptions, plainFirst bool) (runtime.Object, error) {
+	switch {
+	case lw.ListFunc != nil && (plainFirst || lw.ListWithContextFunc == nil):
+		return lw.ListFunc(options)
+	case lw.ListWithContextFunc != nil:
 		return lw.ListWithContextFunc(ctx, options)
+	default:
+		return nil, errListWatchNoList
 	}
-	return lw.ListFunc(options)
 }
 
 // Watch watches with WatchFunc, or WatchFuncWithContext and a background
 // context.
 func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
-	if lw.WatchFunc != nil {
-		return lw.WatchFunc(options)
-	}
-	return lw.WatchFuncWithContext(context.Background(), options)
+	return lw.watch(context.Background(), options, true)
 }
 
 // WatchWithContext watches with WatchFuncWithContext, or WatchFunc.
 func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	if lw.WatchFuncWithContext != nil {
+	return lw.watch(ctx, options, false)
+}
+
+// watch calls the function of the preferred flavour, else the other one.
+func (lw *ListWatch) watch(ctx context.Context, options metav1.ListOptions, plainFirst bool) (watch.Interface, error) {
+	switch {
+	case lw.WatchFunc != nil && (plainFirst || lw.WatchFuncWithContext == nil):
+		return lw.WatchFunc(options)
+	case lw.WatchFuncWithContext != nil:
 		return lw.WatchFuncWithContext(ctx, options)
+	default:
+		return nil, errListWatchNoWatch
 	}
-	return lw.WatchFunc(options)
 }
 
 // NewListWatchFromClient returns a ListWatch for resource in namespace

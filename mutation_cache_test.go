@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -332,4 +333,31 @@ func TestM7_UnseenObjectSurvivesReads(t *testing.T) {
 	c.Mutation(pod)
 	assert.Same(t, pod, mutationTestGet(t, c, "p"))
 	assert.Same(t, pod, mutationTestGet(t, c, "p"), "still there on the second read")
+}
+
+func TestM7_ConcurrentUseIsSafe(t *testing.T) {
+	c, backing, _ := newMutationTestCache(t, MutationCacheOptions{IncludeAdds: true, MaxCacheSize: 8})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				pod := mutationTestPod("p"+strconv.Itoa(i%10), "u", strconv.Itoa(i))
+				switch (i + w) % 4 {
+				case 0:
+					c.Mutation(pod)
+				case 1:
+					_ = backing.Update(pod)
+					c.OnAddOrUpdate(pod)
+				case 2:
+					_, _, _ = c.GetByKey(pod.Name)
+				case 3:
+					_, _ = c.ByIndex(mutationTestByName, pod.Name)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, len(c.recent.keysOldestFirst()), 8)
 }

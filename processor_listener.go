@@ -244,13 +244,14 @@ type processorListener struct {
 	pending  notificationRing
 	overflow *backlogOverflow // non-nil while the backlog is collapsed
 	removed  bool
-	lastWarn time.Duration
-	warned   bool
+	// Rate limits for the two warnings, in processor time.
+	lastWarn, lastCollapseLog time.Duration
+	warned, collapseLogged    bool
 }
 
 func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested, effective time.Duration, now time.Time, cfg *listenerConfig, informerChecker string) *processorListener {
 	name := eventHandlerName(h)
-	l := &processorListener{
+	return &processorListener{
 		handler:         h,
 		name:            name,
 		logger:          logger.WithValues("handler", name),
@@ -265,7 +266,6 @@ func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested,
 		stop:            make(chan struct{}),
 		finished:        make(chan struct{}),
 	}
-	return l
 }
 
 // HasSynced reports whether the informer has synced and every initial-list
@@ -300,9 +300,11 @@ func (l *processorListener) add(n notification, now time.Duration) {
 		l.pending.push(n)
 		l.observeLag(now)
 	}
-	wasIdle := l.pending.len() == 1 || l.overflow != nil
+	// Only a listener that may be idle needs waking: one whose ring just
+	// became non-empty, or one with a collapsed backlog to resolve.
+	wake := l.pending.len() == 1 || l.overflow != nil
 	l.mu.Unlock()
-	if wasIdle {
+	if wake {
 		select {
 		case l.wake <- struct{}{}:
 		default:
@@ -327,7 +329,9 @@ func (l *processorListener) observeLag(now time.Duration) {
 }
 
 // collapse replaces the full backlog by the set of keys it touched, see
-// backlogOverflow. Called with l.mu held.
+// backlogOverflow. Every collapse is counted; the warning is logged at most
+// once per interval, since a handler that stays slow collapses repeatedly.
+// Called with l.mu held.
 func (l *processorListener) collapse(n notification) {
 	ov := &backlogOverflow{prior: map[string]priorState{}}
 	for {
@@ -342,6 +346,10 @@ func (l *processorListener) collapse(n notification) {
 	l.overflow = ov
 	l.metrics.collapses.Inc()
 	l.metrics.pending.Set(float64(len(ov.prior)))
+	if l.collapseLogged && n.enqueued-l.lastCollapseLog < slowHandlerWarnInterval {
+		return
+	}
+	l.collapseLogged, l.lastCollapseLog = true, n.enqueued
 	l.logger.Info("Warning: event handler backlog reached its limit; it will get a resync of the current cache state instead",
 		"limit", l.cfg.backlogLimit, "keys", len(ov.prior))
 }

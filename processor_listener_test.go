@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -364,6 +367,66 @@ func TestHandlerLagMetricsAndSlowHandlerWarning(t *testing.T) {
 		stop()
 	})
 	goleak.VerifyNone(t)
+}
+
+func TestSlowHandlerWarningNamesHandlerAndIsRateLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out syncBuffer
+		logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&out)))
+		p := newListenerTestProcessor(0)
+		r := &listenerTestRecorder{gate: make(chan struct{})}
+		p.addListener(newProcessorListener(logger, r, 0, 0, time.Now(), p.cfg, "test"), nil)
+		stop := p.start()
+		p.upsert(newTestPod("ns", "a", "1"))
+		synctest.Wait() // stuck in the first call
+		p.upsert(newTestPod("ns", "a", "2"))
+		time.Sleep(9 * time.Second)
+		p.upsert(newTestPod("ns", "a", "3"))
+		assert.Empty(t, out.String(), "below the 10s threshold")
+		time.Sleep(time.Second)
+		p.upsert(newTestPod("ns", "a", "4"))
+		time.Sleep(30 * time.Second)
+		p.upsert(newTestPod("ns", "a", "5"))
+		assert.Equal(t, 1, strings.Count(out.String(), "event handler is lagging behind"), "at most once a minute")
+		assert.Contains(t, out.String(), `handler="github.com/openinformer/cache.listenerTestRecorder" pendingNotifications=3 oldestPendingAge="10s"`)
+		time.Sleep(30 * time.Second)
+		p.upsert(newTestPod("ns", "a", "6"))
+		assert.Equal(t, 2, strings.Count(out.String(), "event handler is lagging behind"))
+		close(r.gate)
+		synctest.Wait()
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestSetHandlerMetricsProviderIsTheDefault(t *testing.T) {
+	SetHandlerMetricsProvider(&listenerTestMetrics{})
+	installed := handlerMetrics.provider.(*listenerTestMetrics)
+	SetHandlerMetricsProvider(&listenerTestMetrics{}) // ignored: the first call wins
+	assert.Same(t, installed, handlerMetrics.provider)
+	l := newProcessorListener(klog.Background(), &listenerTestRecorder{}, 0, 0, time.Now(), newListenerTestProcessor(0).cfg, "test")
+	assert.True(t, l.metrics.enabled)
+	before := installed.collapses.Load()
+	l.metrics.collapses.Inc()
+	assert.Equal(t, before+1, installed.collapses.Load())
 }
 
 func TestBacklogBoundCollapsesIntoResync(t *testing.T) {

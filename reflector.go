@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -51,9 +52,11 @@ type Reflector struct {
 	expectedType    reflect.Type
 	expectedGVK     *schema.GroupVersionKind
 	store           ReflectorStore
-	listerWatcher   ListerWatcherWithContext
-	resyncPeriod    time.Duration
-	clock           clock.Clock
+	// rvUpdater is store, if it wants every applied event's version.
+	rvUpdater     ResourceVersionUpdater
+	listerWatcher ListerWatcherWithContext
+	resyncPeriod  time.Duration
+	clock         clock.Clock
 	// runClock times the pause between ListAndWatch attempts in Run. Like
 	// client-go it is the real clock whatever Clock the options gave.
 	runClock          clock.Clock
@@ -159,13 +162,14 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		expectedType:      reflect.TypeOf(expectedType),
 		expectedGVK:       expectedGVKOf(expectedType),
 		store:             store,
-		listerWatcher:     ToListerWatcherWithContext(lw),
+		listerWatcher:     listerWatcherOrNil(lw),
 		resyncPeriod:      options.ResyncPeriod,
 		clock:             c,
 		runClock:          clock.RealClock{},
 		delay:             reflectorBackoff(options.Backoff).DelayWithReset(c, defaultBackoffReset),
 		watchErrorHandler: DefaultWatchErrorHandler,
 	}
+	r.rvUpdater, _ = store.(ResourceVersionUpdater)
 	if r.name == "" {
 		r.name = reflectorCallSite()
 	}
@@ -193,6 +197,22 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	r.descriptor = reflectorDescriptor(r.name, r.typeDescription)
 	return r
 }
+
+// listerWatcherOrNil keeps a missing ListerWatcher missing, so that
+// ListAndWatch can report it instead of panicking.
+func listerWatcherOrNil(lw ListerWatcher) ListerWatcherWithContext {
+	if lw == nil {
+		return nil
+	}
+	return ToListerWatcherWithContext(lw)
+}
+
+// Errors of a Reflector built without a ListerWatcher or a store, where
+// client-go would panic.
+var (
+	errReflectorNoListerWatcher = errors.New("reflector has no ListerWatcher")
+	errReflectorNoStore         = errors.New("reflector has no store")
+)
 
 // reflectorBackoff returns the custom backoff if one was given, else the
 // default one.
@@ -238,19 +258,29 @@ func expectedGVKOf(expectedType interface{}) *schema.GroupVersionKind {
 var reflectorPackage = reflect.TypeOf(Reflector{}).PkgPath()
 
 // reflectorCallSite names a reflector after the first caller outside this
-// package, as a short "path/file.go:line".
+// package, as a short "path/file.go:line". A reflector built on a goroutine
+// that started inside this package (an informer's Run) has no such caller;
+// it is named after the innermost frame instead.
 func reflectorCallSite() string {
 	pcs := make([]uintptr, 16)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	var first runtime.Frame
 	for {
 		f, more := frames.Next()
-		if !inReflectorPackage(f.Function) && f.File != "" {
+		if first.File == "" {
+			first = f
+		}
+		if f.File != "" && !inReflectorPackage(f.Function) && !strings.HasPrefix(f.Function, "runtime.") {
 			return fmt.Sprintf("%s:%d", shortSourcePath(f.File), f.Line)
 		}
 		if !more {
-			return "????"
+			break
 		}
 	}
+	if first.File == "" {
+		return "????"
+	}
+	return fmt.Sprintf("%s:%d", shortSourcePath(first.File), first.Line)
 }
 
 func inReflectorPackage(function string) bool {
@@ -320,6 +350,12 @@ func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
 // never got as far as watching, and nil once ctx is done.
 func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
+	switch {
+	case r.listerWatcher == nil:
+		return errReflectorNoListerWatcher
+	case r.store == nil:
+		return errReflectorNoStore
+	}
 	run := newReflectorRun(ctx, r)
 	defer run.close()
 	act := r.step(reflectorfsm.Begin{PageSize: r.WatchListPageSize, MaxInternalErrorRetry: r.MaxInternalErrorRetryDuration})
@@ -368,7 +404,7 @@ func (r *Reflector) observe(rv string, pastInitialAdds bool) {
 	if !recorded {
 		return
 	}
-	if u, ok := r.store.(ResourceVersionUpdater); ok {
-		u.UpdateResourceVersion(rv)
+	if r.rvUpdater != nil {
+		r.rvUpdater.UpdateResourceVersion(rv)
 	}
 }

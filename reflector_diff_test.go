@@ -10,9 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/consistencydetector"
 )
 
 var reflectorTestGR = schema.GroupResource{Resource: "pods"}
@@ -190,4 +193,32 @@ func callStrings(calls []reflectorCall) []string {
 		out[i] = c.String()
 	}
 	return out
+}
+
+// TestF9_ConsistencyDetector turns on KUBE_WATCHLIST_INCONSISTENCY_DETECTOR's
+// check: after a watch-list sync both reflectors LIST at the bookmark's
+// version and compare, and panic on a difference.
+func TestF9_ConsistencyDetector(t *testing.T) {
+	defer consistencydetector.SetDataConsistencyDetectionForWatchListEnabledForTest(true)()
+	withUID := func(p *v1.Pod) *v1.Pod { p.UID = types.UID("uid-" + p.Name); return p }
+	a, b := withUID(newTestPod("ns", "a", "1")), withUID(newTestPod("ns", "b", "2"))
+	stream := func() reflectorStep {
+		return watchStep(nil, watch.Event{Type: watch.Added, Object: a}, watch.Event{Type: watch.Added, Object: b}, reflectorBookmark("9", true))
+	}
+	consistent := reflectorScenario{steps: func() []reflectorStep {
+		return []reflectorStep{stream(), listStep(reflectorPodList("9", "", a, b), nil)}
+	}}
+	theirs := runReflectorScenario(t, consistent, false)
+	ours := runReflectorScenario(t, consistent, true)
+	assert.Equal(t, callStrings(theirs.calls), callStrings(ours.calls))
+	require.Len(t, ours.calls, 3)
+	assert.Equal(t, metav1.ResourceVersionMatchExact, ours.calls[1].Options.ResourceVersionMatch)
+	assert.Equal(t, "9", ours.calls[1].Options.ResourceVersion)
+
+	inconsistent := reflectorScenario{steps: func() []reflectorStep {
+		return []reflectorStep{stream(), listStep(reflectorPodList("9", "", a), nil)}
+	}}
+	for _, impl := range []bool{false, true} {
+		assert.Panics(t, func() { runReflectorScenario(t, inconsistent, impl) }, "ours=%v", impl)
+	}
 }

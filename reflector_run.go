@@ -31,9 +31,9 @@ type reflectorRun struct {
 	r      *Reflector
 	logger klog.Logger
 
-	w       watch.Interface
-	listed  runtime.Object
-	streamd *watchListBuffer
+	w        watch.Interface
+	listed   runtime.Object
+	streamed *watchListBuffer
 
 	resyncTimer clock.Timer
 }
@@ -134,8 +134,18 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 }
 
 func (run *reflectorRun) replace(act reflectorfsm.Action) reflectorfsm.Input {
-	if run.streamd != nil {
-		return run.replaceStreamed(act.ResourceVersion)
+	in := run.replaceWith(act.ResourceVersion)
+	if in.Err == nil {
+		run.logger.V(2).Info("Caches populated", "type", run.r.typeDescription, "reflector", run.r.name)
+	}
+	return in
+}
+
+// replaceWith replaces the store's content with what the last LIST or
+// watch-list brought.
+func (run *reflectorRun) replaceWith(rv string) reflectorfsm.Replaced {
+	if run.streamed != nil {
+		return run.replaceStreamed(rv)
 	}
 	list := run.listed
 	run.listed = nil
@@ -143,7 +153,7 @@ func (run *reflectorRun) replace(act reflectorfsm.Action) reflectorfsm.Input {
 	if err != nil {
 		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to understand list result %#v (%v)", list, err)}
 	}
-	if err := run.r.store.Replace(items, act.ResourceVersion); err != nil {
+	if err := run.r.store.Replace(items, rv); err != nil {
 		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to sync list result: %v", err)}
 	}
 	return reflectorfsm.Replaced{}
@@ -176,13 +186,27 @@ func (run *reflectorRun) watch(act reflectorfsm.Action) reflectorfsm.Input {
 		}
 		run.w = w
 	}
-	sink := storeEventSink{r: r, propagate: act.PropagateRV}
-	_, err := run.consume(start, &sink, false)
+	_, err := run.consume(start, storeEventSink{r}, false)
 	run.stopWatch()
 	if err == errReflectorStopped {
 		return nil
 	}
+	run.logWatchEnd(err)
 	return reflectorfsm.WatchEnded{Err: err, At: r.clock.Now()}
+}
+
+// logWatchEnd logs the routine ways a watch ends at the verbosity
+// client-go uses; the machine's Note covers the others.
+func (run *reflectorRun) logWatchEnd(err error) {
+	r := run.r
+	switch reflectorfsm.Classify(err) {
+	case reflectorfsm.ClassExpired:
+		run.logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case reflectorfsm.ClassTooManyRequests:
+		run.logger.V(2).Info("Watch returned 429 - backing off", "reflector", r.name, "type", r.typeDescription)
+	case reflectorfsm.ClassInternal:
+		run.logger.V(2).Info("Watch ended with an internal error", "reflector", r.name, "type", r.typeDescription, "err", err)
+	}
 }
 
 // armResync starts the resync timer the first time the run reaches its
@@ -268,7 +292,9 @@ func (run *reflectorRun) consume(start time.Time, sink eventSink, untilSynced bo
 				run.logger.V(4).Info("Exiting watch because received the bookmark that marks the end of initial events stream", "reflector", r.name, "totalItems", count, "duration", r.clock.Since(start))
 				return true, nil
 			}
-			warn.observe(r.clock.Now())
+			if untilSynced {
+				warn.observe(r.clock.Now())
+			}
 		}
 	}
 }
@@ -339,23 +365,20 @@ func (r *Reflector) acceptsEventObject(ctx context.Context, obj runtime.Object) 
 }
 
 // storeEventSink applies watch events to the reflector's store.
-type storeEventSink struct {
-	r         *Reflector
-	propagate bool
-}
+type storeEventSink struct{ r *Reflector }
 
-func (s *storeEventSink) add(obj runtime.Object) error    { return s.r.store.Add(obj) }
-func (s *storeEventSink) update(obj runtime.Object) error { return s.r.store.Update(obj) }
-func (s *storeEventSink) delete(obj runtime.Object) error { return s.r.store.Delete(obj) }
+func (s storeEventSink) add(obj runtime.Object) error    { return s.r.store.Add(obj) }
+func (s storeEventSink) update(obj runtime.Object) error { return s.r.store.Update(obj) }
+func (s storeEventSink) delete(obj runtime.Object) error { return s.r.store.Delete(obj) }
 
-func (s *storeEventSink) bookmark(rv string) error {
+func (s storeEventSink) bookmark(rv string) error {
 	if b, ok := s.r.store.(ReflectorBookmarkStore); ok {
 		return b.Bookmark(rv)
 	}
 	return nil
 }
 
-func (s *storeEventSink) observe(rv string, pastInitialAdds bool) {
+func (s storeEventSink) observe(rv string, pastInitialAdds bool) {
 	s.r.observe(rv, pastInitialAdds)
 }
 

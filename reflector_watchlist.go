@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,7 @@ import (
 // On success the stream stays open in run.w for the watch phase.
 func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 	r := run.r
-	run.streamd = nil
+	run.streamed = nil
 	start := r.clock.Now()
 	w, err := r.listerWatcher.WatchWithContext(run.ctx, act.Options)
 	if err != nil {
@@ -36,7 +37,7 @@ func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 		run.logWatchListRetry(err)
 		return reflectorfsm.WatchListDone{Err: err}
 	}
-	run.streamd = buf
+	run.streamed = buf
 	return reflectorfsm.WatchListDone{Synced: true, ResourceVersion: buf.rv}
 }
 
@@ -58,9 +59,9 @@ func (run *reflectorRun) transformer() TransformFunc {
 // replaceStreamed hands the collected initial state to the store in one
 // Replace. If that fails the stream is closed and the machine falls back to
 // a LIST.
-func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Input {
-	buf := run.streamd
-	run.streamd = nil
+func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Replaced {
+	buf := run.streamed
+	run.streamed = nil
 	items := buf.finish()
 	r := run.r
 	if consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
@@ -76,17 +77,22 @@ func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Input {
 
 // watchListBuffer collects the initial state of a watch-list stream with
 // the semantics of a keyed store (last write per key wins, deletes remove)
-// but a fraction of a store's memory: the objects go into a plain slice in
-// arrival order. Servers send initial events in key order, so as long as
-// keys keep increasing no key can repeat and no index is needed; the first
-// event that breaks the order (or modifies or deletes) builds a key→slot
-// map once and the buffer continues through it.
+// at a fraction of a store's memory: the objects go into a plain slice in
+// arrival order. Servers send initial events in key order, so while keys
+// keep increasing no key can repeat and no index is needed; only the last
+// key is remembered, as references into the last object. The first event
+// that breaks the order (or modifies or deletes) builds a key→slot map once
+// and the buffer continues through it.
 type watchListBuffer struct {
 	transform TransformFunc
 	items     []interface{}
-	keys      []string
-	slot      map[string]int
-	rv        string
+	// keys holds the key of each item while there is a transformer, whose
+	// output might no longer yield the key of its input.
+	keys    []string
+	last    ObjectName
+	hasLast bool
+	slot    map[string]int
+	rv      string
 }
 
 func newWatchListBuffer(transform TransformFunc) *watchListBuffer {
@@ -94,47 +100,102 @@ func newWatchListBuffer(transform TransformFunc) *watchListBuffer {
 }
 
 func (b *watchListBuffer) add(obj runtime.Object) error {
-	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	name, err := watchListObjectName(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return err
 	}
 	stored, err := b.transformed(obj)
 	if err != nil {
 		return err
 	}
-	if b.slot == nil && (len(b.keys) == 0 || b.keys[len(b.keys)-1] < key) {
-		b.items = append(b.items, stored)
-		b.keys = append(b.keys, key)
+	if b.slot != nil || (b.hasLast && compareObjectKeys(b.last, name) >= 0) {
+		b.put(joinKey(name.Namespace, name.Name), stored)
 		return nil
 	}
-	b.put(key, stored)
+	b.items = append(b.items, stored)
+	if b.transform != nil {
+		b.keys = append(b.keys, joinKey(name.Namespace, name.Name))
+	}
+	b.last, b.hasLast = name, true
 	return nil
 }
 
 func (b *watchListBuffer) update(obj runtime.Object) error {
-	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	name, err := watchListObjectName(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return err
 	}
 	stored, err := b.transformed(obj)
 	if err != nil {
 		return err
 	}
-	b.put(key, stored)
+	b.put(joinKey(name.Namespace, name.Name), stored)
 	return nil
 }
 
 func (b *watchListBuffer) delete(obj runtime.Object) error {
-	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	name, err := watchListObjectName(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return err
 	}
+	key := joinKey(name.Namespace, name.Name)
 	b.index()
 	if i, ok := b.slot[key]; ok {
 		b.items[i] = nil
 		delete(b.slot, key)
 	}
 	return nil
+}
+
+// watchListObjectName is the object's store key, as an ObjectName that
+// refers to the object's own strings instead of allocating a key.
+func watchListObjectName(obj runtime.Object) (ObjectName, error) {
+	m, err := accessor(obj)
+	if err != nil {
+		return ObjectName{}, KeyError{obj, err}
+	}
+	return ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()}, nil
+}
+
+// compareObjectKeys orders two names as their keys ("namespace/name", or
+// "name" without a namespace) would sort, without building the keys.
+func compareObjectKeys(a, b ObjectName) int {
+	ap, an := keyParts(a)
+	bp, bn := keyParts(b)
+	return compareJoined(ap[:an], bp[:bn])
+}
+
+func keyParts(n ObjectName) ([3]string, int) {
+	if n.Namespace == "" {
+		return [3]string{n.Name}, 1
+	}
+	return [3]string{n.Namespace, "/", n.Name}, 3
+}
+
+// compareJoined compares the concatenations of a and b.
+func compareJoined(a, b []string) int {
+	ai, ao, bi, bo := 0, 0, 0, 0
+	for {
+		for ai < len(a) && ao == len(a[ai]) {
+			ai, ao = ai+1, 0
+		}
+		for bi < len(b) && bo == len(b[bi]) {
+			bi, bo = bi+1, 0
+		}
+		switch {
+		case ai == len(a) && bi == len(b):
+			return 0
+		case ai == len(a):
+			return -1
+		case bi == len(b):
+			return 1
+		}
+		n := min(len(a[ai])-ao, len(b[bi])-bo)
+		if c := strings.Compare(a[ai][ao:ao+n], b[bi][bo:bo+n]); c != 0 {
+			return c
+		}
+		ao, bo = ao+n, bo+n
+	}
 }
 
 // bookmark ignores bookmarks: a buffer is not a bookmark store.
@@ -169,14 +230,21 @@ func (b *watchListBuffer) put(key string, obj interface{}) {
 	b.items = append(b.items, obj)
 }
 
-// index switches the buffer to map mode, once.
+// index switches the buffer to map mode, once. Without a transformer the
+// keys are read back from the buffered objects themselves.
 func (b *watchListBuffer) index() {
 	if b.slot != nil {
 		return
 	}
-	b.slot = make(map[string]int, len(b.keys))
-	for i, k := range b.keys {
-		b.slot[k] = i
+	b.slot = make(map[string]int, len(b.items))
+	for i, obj := range b.items {
+		if b.keys != nil {
+			b.slot[b.keys[i]] = i
+			continue
+		}
+		if m, err := accessor(obj); err == nil {
+			b.slot[joinKey(m.GetNamespace(), m.GetName())] = i
+		}
 	}
 	b.keys = nil
 }
@@ -196,6 +264,7 @@ func (b *watchListBuffer) finish() []interface{} {
 		items = kept
 	}
 	b.items, b.keys, b.slot = nil, nil, nil
+	b.last, b.hasLast = ObjectName{}, false
 	return items
 }
 

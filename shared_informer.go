@@ -317,6 +317,13 @@ func (s *sharedIndexInformer) AddIndexers(indexers Indexers) error {
 // nothing: the informer runs itself.
 func (s *sharedIndexInformer) GetController() Controller { return informerControllerView{s} }
 
+// HasStarted reports whether Run was called.
+func (s *sharedIndexInformer) HasStarted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
+}
+
 // IsStopped reports whether the informer's controller has returned.
 func (s *sharedIndexInformer) IsStopped() bool {
 	s.mu.Lock()

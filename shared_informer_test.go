@@ -79,6 +79,7 @@ func TestI2_RunTwiceWarnsAndRunWaitsForHandlers(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	<-entered
+	assert.True(t, inf.(*sharedIndexInformer).HasStarted())
 	inf.Run(make(chan struct{})) // returns at once
 	cancel()
 	select {
@@ -400,8 +401,7 @@ func TestI16_UnchangedObjectsOfARelistOnlyReachSyncingHandlers(t *testing.T) {
 	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
 	clk.Step(10 * time.Second) // marks due as syncing, quiet as not
 	diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/b") == 1 })
-	s.expire()
-	s.apply(watch.Modified, "a")
+	s.missWhile(func() { s.apply(watch.Modified, "a") })
 	// The relist waits for the reflector's backoff on the fake clock.
 	diffEventually(t, "relist", func() bool {
 		clk.Step(2 * time.Second)
@@ -495,6 +495,130 @@ func TestBacklogBoundInformerHandlerConvergesOnCache(t *testing.T) {
 	assert.Equal(t, cached, view)
 	assert.Less(t, len(slow.sequences(false)["ns/k1"]), len(fast.sequences(false)["ns/k1"]), "the slow handler skipped intermediate states")
 	assert.Positive(t, m.collapses.Load())
+	stop()
+	goleak.VerifyNone(t)
+}
+
+// informerConsistencyChecker is a handler that replays what it is told into
+// its own view and records every notification that does not fit that view.
+type informerConsistencyChecker struct {
+	mu         sync.Mutex
+	view       map[string]string
+	violations []string
+	slow       bool
+}
+
+func (c *informerConsistencyChecker) violate(format string, args ...interface{}) {
+	c.violations = append(c.violations, fmt.Sprintf(format, args...))
+}
+
+func (c *informerConsistencyChecker) OnAdd(obj interface{}, _ bool) {
+	k, rv, _ := diffKeyRV(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.view[k]; ok {
+		c.violate("add %s@%s while holding @%s", k, rv, old)
+	}
+	c.view[k] = rv
+	c.pause()
+}
+
+// pause makes a slow checker fall behind, so its backlog collapses.
+func (c *informerConsistencyChecker) pause() {
+	if c.slow {
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func (c *informerConsistencyChecker) OnUpdate(o, n interface{}) {
+	k, orv, _ := diffKeyRV(o)
+	_, nrv, _ := diffKeyRV(n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.view[k] != orv {
+		c.violate("update %s %s->%s while holding @%s", k, orv, nrv, c.view[k])
+	}
+	c.view[k] = nrv
+	c.pause()
+}
+
+func (c *informerConsistencyChecker) OnDelete(obj interface{}) {
+	k, _, _ := diffKeyRV(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.view[k]; !ok {
+		c.violate("delete %s not held", k)
+	}
+	delete(c.view, k)
+}
+
+func TestP2_HandlersJoiningLeavingAndCollapsingStayConsistentPerKey(t *testing.T) {
+	m := &listenerTestMetrics{}
+	s, lw := informerTestServer("k0", "k1", "k2", "k3")
+	inf := NewSharedIndexInformerWithOptions(lw, &v1.Pod{}, SharedIndexInformerOptions{MaxPendingNotificationsPerHandler: 16, HandlerMetricsProvider: m})
+	stop := informerTestRun(inf)
+	informerTestWait(t, "sync", inf.HasSyncedChecker())
+
+	churnDone := make(chan struct{})
+	go func() {
+		defer close(churnDone)
+		exists := map[string]bool{"k0": true, "k1": true, "k2": true, "k3": true}
+		for i := 0; i < 3000; i++ {
+			name := fmt.Sprintf("k%d", i%17)
+			switch {
+			case !exists[name]:
+				s.apply(watch.Added, name)
+				exists[name] = true
+			case i%7 == 0:
+				s.apply(watch.Deleted, name)
+				exists[name] = false
+			default:
+				s.apply(watch.Modified, name)
+			}
+		}
+	}()
+	type joined struct {
+		c   *informerConsistencyChecker
+		reg ResourceEventHandlerRegistration
+	}
+	var live, gone []joined
+	for i := 0; i < 40; i++ {
+		c := &informerConsistencyChecker{view: map[string]string{}, slow: i%3 == 0}
+		reg, err := inf.AddEventHandler(c)
+		require.NoError(t, err)
+		live = append(live, joined{c, reg})
+		if i%2 == 1 {
+			victim := live[0]
+			live = live[1:]
+			require.NoError(t, ShutDownEventHandler(inf, victim.reg))
+			gone = append(gone, victim)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-churnDone
+	s.apply(watch.Added, "marker")
+	final := s.rv()
+	for _, j := range live {
+		diffEventually(t, "caught up", func() bool {
+			j.c.mu.Lock()
+			defer j.c.mu.Unlock()
+			return j.c.view["ns/marker"] == fmt.Sprint(final)
+		})
+	}
+	cached := map[string]string{}
+	for _, obj := range inf.GetStore().List() {
+		k, rv, _ := diffKeyRV(obj)
+		cached[k] = rv
+	}
+	for i, j := range append(live, gone...) {
+		j.c.mu.Lock()
+		assert.Empty(t, j.c.violations, "handler %d", i)
+		if i < len(live) {
+			assert.Equal(t, cached, j.c.view, "live handler %d converged on the cache", i)
+		}
+		j.c.mu.Unlock()
+	}
+	assert.Positive(t, m.collapses.Load(), "slow handlers' backlogs collapsed")
 	stop()
 	goleak.VerifyNone(t)
 }

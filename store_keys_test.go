@@ -157,10 +157,8 @@ func FuzzSplitMetaNamespaceKey(f *testing.F) {
 		if perr != nil || on.Namespace != ns || on.Name != name {
 			t.Fatalf("ParseObjectName(%q) = %v, %v", key, on, perr)
 		}
-		if strings.HasPrefix(key, "/") {
-			// "/a" splits to ("", "a"), which joins as "a".
-			key = key[1:]
-		}
+		// "/a" splits to ("", "a"), which joins as "a".
+		key = strings.TrimPrefix(key, "/")
 		if joined := joinKey(ns, name); joined != key || on.String() != key {
 			t.Fatalf("%q split to %q,%q joins back as %q / %q", key, ns, name, joined, on.String())
 		}

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"sync"
@@ -11,7 +12,7 @@ import (
 	"k8s.io/client-go/features"
 	"k8s.io/klog/v2"
 
-	"github.com/openinformer/cache/internal/hamt"
+	"github.com/openinformer/cache/internal/hashtree"
 )
 
 // The store keeps its items and every index in persistent hash tries. A
@@ -34,10 +35,10 @@ const copyUnderLock = 64
 
 // keySet maps the store keys sharing one index value to their objects, so
 // ByIndex needs no second lookup per key.
-type keySet = hamt.Map[any]
+type keySet = hashtree.Map[any]
 
 // valueIndex maps each value of one index to its keySet.
-type valueIndex = hamt.Map[keySet]
+type valueIndex = hashtree.Map[keySet]
 
 // indexerSet is one immutable generation of a store's index functions.
 // AddIndexers publishes a new generation, so readers and GetIndexers callers
@@ -47,6 +48,10 @@ type indexerSet struct {
 	names []string
 	fns   []IndexFunc
 	pos   map[string]int
+	// byNamespace marks MetaNamespaceIndexFunc, which writes evaluate
+	// directly: a namespace needs no slice, and that saves an allocation
+	// per write on nearly every informer.
+	byNamespace []bool
 }
 
 func newIndexerSet(indexers Indexers) *indexerSet {
@@ -58,10 +63,11 @@ func newIndexerSet(indexers Indexers) *indexerSet {
 // the latter in name order.
 func (set *indexerSet) with(more Indexers) *indexerSet {
 	next := &indexerSet{
-		funcs: make(Indexers, len(set.funcs)+len(more)),
-		names: append([]string(nil), set.names...),
-		fns:   append([]IndexFunc(nil), set.fns...),
-		pos:   make(map[string]int, len(set.funcs)+len(more)),
+		funcs:       make(Indexers, len(set.funcs)+len(more)),
+		names:       append([]string(nil), set.names...),
+		fns:         append([]IndexFunc(nil), set.fns...),
+		pos:         make(map[string]int, len(set.funcs)+len(more)),
+		byNamespace: append([]bool(nil), set.byNamespace...),
 	}
 	for name, fn := range set.funcs {
 		next.funcs[name] = fn
@@ -72,15 +78,28 @@ func (set *indexerSet) with(more Indexers) *indexerSet {
 		next.pos[name] = len(next.names)
 		next.names = append(next.names, name)
 		next.fns = append(next.fns, more[name])
+		next.byNamespace = append(next.byNamespace, isMetaNamespaceIndexFunc(more[name]))
 	}
 	return next
 }
 
+func isMetaNamespaceIndexFunc(fn IndexFunc) bool {
+	return reflect.ValueOf(fn).Pointer() == reflect.ValueOf(MetaNamespaceIndexFunc).Pointer()
+}
+
 // values appends obj's values for every index to dst. A nil object, which a
-// ThreadSafeStore may hold, has no values.
+// ThreadSafeStore may hold, has no values. Namespace indexes get no slice,
+// only the check that obj has a namespace.
 func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]string, error) {
 	for i, fn := range set.fns {
 		if obj == nil {
+			dst = append(dst, nil)
+			continue
+		}
+		if set.byNamespace[i] {
+			if _, err := accessor(obj); err != nil {
+				return nil, indexEntryError(key, set.names[i], err)
+			}
 			dst = append(dst, nil)
 			continue
 		}
@@ -98,7 +117,7 @@ func indexEntryError(key, index string, err error) error {
 }
 
 func indexMissingError(name string) error {
-	return fmt.Errorf("Index with name %s does not exist", name) //nolint:staticcheck // client-go's exact message
+	return fmt.Errorf("Index with name %s does not exist", name)
 }
 
 // ThreadSafeStoreOption configures a store built by NewThreadSafeStore.
@@ -116,11 +135,11 @@ func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider Inf
 type threadSafeMap struct {
 	mu sync.Mutex
 	// epoch owns the trie nodes the writer may change in place.
-	epoch hamt.Epoch
+	epoch hashtree.Epoch
 	// frozen is set by readers that walk the tries outside the lock; the
 	// next write then moves to a new epoch.
 	frozen   bool
-	items    hamt.Map[any]
+	items    hashtree.Map[any]
 	indexes  []valueIndex // by position in indexers
 	indexers atomic.Pointer[indexerSet]
 	rv       string
@@ -139,7 +158,7 @@ func NewThreadSafeStore(indexers Indexers, indices Indices, opts ...ThreadSafeSt
 }
 
 func newThreadSafeMap(indexers Indexers, opts ...ThreadSafeStoreOption) *threadSafeMap {
-	s := &threadSafeMap{epoch: hamt.NewEpoch(), rvMetric: noopMetric{}}
+	s := &threadSafeMap{epoch: hashtree.NewEpoch(), rvMetric: noopMetric{}}
 	set := newIndexerSet(indexers)
 	s.indexers.Store(set)
 	s.indexes = make([]valueIndex, len(set.names))
@@ -154,7 +173,7 @@ func newThreadSafeMap(indexers Indexers, opts ...ThreadSafeStoreOption) *threadS
 func (s *threadSafeMap) lockForWrite() {
 	s.mu.Lock()
 	if s.frozen {
-		s.epoch = hamt.NewEpoch()
+		s.epoch = hashtree.NewEpoch()
 		s.frozen = false
 	}
 }
@@ -249,6 +268,10 @@ func (s *threadSafeMap) putLocked(set *indexerSet, key string, obj interface{}, 
 // half-way.
 func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old interface{}, existed bool, obj interface{}, vals []string) {
 	idx := &s.indexes[i]
+	if set.byNamespace[i] {
+		s.reindexNamespaceLocked(idx, key, old, existed, obj)
+		return
+	}
 	if existed && old != nil {
 		oldVals, err := set.fns[i](old)
 		switch {
@@ -268,28 +291,42 @@ func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old in
 	}
 }
 
-func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string, obj interface{}) {
-	members, _ := idx.Get(value)
-	before := members
-	members.Set(s.epoch, key, obj)
-	if members != before {
-		idx.Set(s.epoch, value, members)
+// reindexNamespaceLocked is reindexLocked for MetaNamespaceIndexFunc.
+func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, old interface{}, existed bool, obj interface{}) {
+	if existed && old != nil {
+		oldMeta, err := accessor(old)
+		switch {
+		case err != nil:
+			s.removeEverywhereLocked(idx, key)
+		case obj != nil:
+			if newMeta, _ := accessor(obj); newMeta.GetNamespace() == oldMeta.GetNamespace() {
+				s.addToValueLocked(idx, newMeta.GetNamespace(), key, obj)
+				return
+			}
+			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key)
+		default:
+			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key)
+		}
+	}
+	if obj != nil {
+		newMeta, _ := accessor(obj)
+		s.addToValueLocked(idx, newMeta.GetNamespace(), key, obj)
 	}
 }
 
+func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string, obj interface{}) {
+	members, _ := idx.Ref(s.epoch, value)
+	members.Set(s.epoch, key, obj)
+}
+
 func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string) {
-	members, ok := idx.Get(value)
-	if !ok {
+	members := idx.Existing(s.epoch, value)
+	if members == nil {
 		return
 	}
-	if _, ok := members.Delete(s.epoch, key); !ok {
-		return
-	}
-	if members.Len() == 0 {
+	if _, ok := members.Delete(s.epoch, key); ok && members.Len() == 0 {
 		idx.Delete(s.epoch, value)
-		return
 	}
-	idx.Set(s.epoch, value, members)
 }
 
 func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string) {
@@ -381,8 +418,8 @@ func (s *threadSafeMap) collectValues(pick func() (keySet, error)) ([]interface{
 // If an index function fails on any item nothing changes and the error is
 // logged (client-go panics).
 func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion string) {
-	e := hamt.NewEpoch()
-	var m hamt.Map[any]
+	e := hashtree.NewEpoch()
+	var m hashtree.Map[any]
 	for key, obj := range items {
 		m.Set(e, key, obj)
 	}
@@ -395,7 +432,7 @@ func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion st
 // content. The indexes are built before the lock is taken (if the indexers
 // change meanwhile they are built again), so readers and writers are held
 // up only for the swap.
-func (s *threadSafeMap) replace(items hamt.Map[any], e hamt.Epoch, rv string) error {
+func (s *threadSafeMap) replace(items hashtree.Map[any], e hashtree.Epoch, rv string) error {
 	for {
 		set := s.indexers.Load()
 		indexes, err := buildIndexes(set.names, set.fns, items, e)
@@ -416,7 +453,7 @@ func (s *threadSafeMap) replace(items hamt.Map[any], e hamt.Epoch, rv string) er
 }
 
 // buildIndexes indexes every item with fns, in epoch e.
-func buildIndexes(names []string, fns []IndexFunc, items hamt.Map[any], e hamt.Epoch) ([]valueIndex, error) {
+func buildIndexes(names []string, fns []IndexFunc, items hashtree.Map[any], e hashtree.Epoch) ([]valueIndex, error) {
 	indexes := make([]valueIndex, len(fns))
 	var err error
 	items.Range(func(key string, obj interface{}) bool {
@@ -430,9 +467,8 @@ func buildIndexes(names []string, fns []IndexFunc, items hamt.Map[any], e hamt.E
 				return false
 			}
 			for _, v := range vals {
-				members, _ := indexes[i].Get(v)
+				members, _ := indexes[i].Ref(e, v)
 				members.Set(e, key, obj)
-				indexes[i].Set(e, v, members)
 			}
 		}
 		return true

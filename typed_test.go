@@ -321,7 +321,7 @@ func TestI20_TypedInformerEndToEnd(t *testing.T) {
 	defer source.Shutdown()
 	source.Add(newTestPod("ns", "a", ""))
 
-	informer := NewTypedSharedIndexInformer[*v1.Pod](clientcache.NewSharedIndexInformer(source, &v1.Pod{}, 0, Indexers{}))
+	informer := NewTypedSharedIndexInformer[*v1.Pod](NewSharedIndexInformer(source, &v1.Pod{}, 0, Indexers{}))
 	rec := &typedTestRecorder{ch: make(chan typedTestEvent, 10)}
 	_, err := informer.AddTypedEventHandler(rec)
 	require.NoError(t, err)
@@ -365,6 +365,20 @@ func TestI20_TypedInformerEndToEnd(t *testing.T) {
 	assert.Equal(t, "delete", e.kind)
 	assert.Nil(t, e.deleted.FinalStateUnknown)
 	assert.Equal(t, "ns/a", e.deleted.GetKey())
+
+	// A deletion the watch never reports is found by the relist that follows
+	// the expired watch, and arrives as a tombstone holding the last copy.
+	source.Add(newTestPod("ns", "b", ""))
+	e = next()
+	require.Equal(t, "add", e.kind)
+	lastSeen := e.obj
+	source.DeleteDropWatch(lastSeen.DeepCopy())
+	source.ResetWatch()
+	e = next()
+	assert.Equal(t, "delete", e.kind)
+	require.NotNil(t, e.deleted.FinalStateUnknown)
+	assert.Equal(t, "ns/b", e.deleted.GetKey())
+	assert.Same(t, lastSeen, e.deleted.OptionalObj)
 }
 
 func TestI20_DeletedObjectNamesAndKeys(t *testing.T) {

@@ -13,8 +13,7 @@
 // # Changing objects
 //
 // Create, Update, Patch (JSON merge patch, JSON patch; strategic merge patch for typed objects)
-// and Delete
-// behave like the API server's: one resourceVersion counter increases by one per write;
+// and Delete behave like the API server's: one resourceVersion counter increases by one per write;
 // create fills UID, creationTimestamp and generateName; a resourceVersion on update is a
 // precondition (409 Conflict); an update that changes nothing is not written and sends no
 // event; missing objects are NotFound and duplicates AlreadyExists. Every object returned is a

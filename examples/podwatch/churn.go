@@ -22,7 +22,7 @@ const (
 	// enough that the demo's output stays readable.
 	churnInterval = 2 * time.Millisecond
 	// convergeTimeout bounds how long the final check waits for the cache.
-	convergeTimeout = 5 * time.Second
+	convergeTimeout = 15 * time.Second
 )
 
 // churner owns the embedded fake API server and changes pods on it.
@@ -33,8 +33,8 @@ type churner struct {
 	next   int
 }
 
-// churnPlan says when, after the start of the run, the churn drops the watch,
-// forces a relist, and stops.
+// churnPlan says when, counted from the start of the run, the churn drops
+// the watch, forces a relist, and stops.
 type churnPlan struct {
 	dropWatchAt, compactAt, stopAt time.Duration
 }
@@ -68,7 +68,7 @@ func (c *churner) newPod() *corev1.Pod {
 // run writes until the plan's stop time or ctx ends, injecting the faults on
 // schedule.
 func (c *churner) run(ctx context.Context, plan churnPlan, out io.Writer, start time.Time) {
-	stop := time.NewTimer(max(plan.stopAt, 0))
+	stop := time.NewTimer(max(plan.stopAt-time.Since(start), 0))
 	defer stop.Stop()
 	tick := time.NewTicker(churnInterval)
 	defer tick.Stop()
@@ -142,7 +142,7 @@ func (c *churner) step() error {
 
 // compare waits until the informer's cache holds exactly the server's pods at
 // the server's resource versions, and describes the result.
-func (c *churner) compare(indexer cache.Indexer) (string, error) {
+func (c *churner) compare(ctx context.Context, indexer cache.Indexer) (string, error) {
 	want, err := c.serverVersions()
 	if err != nil {
 		return "", err
@@ -153,10 +153,13 @@ func (c *churner) compare(indexer cache.Indexer) (string, error) {
 		if diff == "" {
 			return fmt.Sprintf("cache matches the fake server exactly (%d pods)", len(want)), nil
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			return "", fmt.Errorf("cache did not converge to the fake server's contents: %s", diff)
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

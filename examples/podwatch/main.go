@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -45,7 +46,7 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig instead of the embedded fake API server")
 	flag.StringVar(&cfg.namespace, "namespace", "", "namespace to watch (default: all)")
-	flag.DurationVar(&cfg.duration, "duration", 15*time.Second, "how long to run (0: until Ctrl-C)")
+	flag.DurationVar(&cfg.duration, "duration", 15*time.Second, "how long to run; on the fake server, how long to churn before the final convergence check (0: until Ctrl-C)")
 	flag.IntVar(&cfg.objects, "objects", 500, "pods the fake server starts with and churns around")
 	flag.IntVar(&cfg.workers, "workers", 2, "workqueue workers")
 	flag.DurationVar(&cfg.progress, "progress", 2*time.Second, "interval between progress lines")
@@ -66,6 +67,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.objects < 1 || cfg.workers < 1 || cfg.progress <= 0 {
 		return errors.New("--objects and --workers must be at least 1 and --progress positive")
 	}
+	out = &lockedWriter{w: out} // progress and churn report from different goroutines
 	src, err := newSource(cfg)
 	if err != nil {
 		return err
@@ -85,8 +87,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 
+	// On the fake server the churn decides when the run ends; on a real
+	// cluster the duration does.
 	runCtx, cancel := context.WithCancel(ctx)
-	if cfg.duration > 0 {
+	if src.churn == nil && cfg.duration > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, cfg.duration)
 	}
 	defer cancel()
@@ -134,4 +138,17 @@ func newSource(cfg config) (*source, error) {
 	}
 	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", cfg.namespace, fields.Everything())
 	return &source{lw: cache.ToListWatcherWithWatchListSemantics(lw, client), description: restConfig.Host}, nil
+}
+
+// lockedWriter serialises writes, so lines from concurrent reporters never
+// interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

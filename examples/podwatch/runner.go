@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -25,13 +26,19 @@ type runner struct {
 	src      *source
 }
 
+// run reports progress until the run ends: on the fake server when the churn
+// is over and the cache has been checked against the server, on a real
+// cluster when ctx ends (the duration or Ctrl-C).
 func (r *runner) run(ctx context.Context) error {
+	workCtx, stopWork := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { r.ctrl.run(ctx, r.cfg.workers) })
-	churnDone := make(chan struct{})
+	defer stopWork()
+	wg.Go(func() { r.ctrl.run(workCtx, r.cfg.workers) })
+	var churnDone chan struct{} // stays nil, never ready, without churn
 	if r.src.churn != nil {
-		wg.Go(func() { defer close(churnDone); r.src.churn.run(ctx, r.churnPlan(), r.out, r.start) })
+		churnDone = make(chan struct{})
+		wg.Go(func() { defer close(churnDone); r.src.churn.run(workCtx, r.churnPlan(), r.out, r.start) })
 	}
 
 	ticker := time.NewTicker(r.cfg.progress)
@@ -39,7 +46,14 @@ func (r *runner) run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return r.finish(churnDone)
+			r.summary("")
+			return nil
+		case <-churnDone:
+			// The informer is still running here, so a relist in flight
+			// can finish before the comparison gives up.
+			converged, err := r.src.churn.compare(ctx, r.informer.GetIndexer())
+			r.summary(converged)
+			return err
 		case <-ticker.C:
 			r.progress()
 		}
@@ -47,15 +61,15 @@ func (r *runner) run(ctx context.Context) error {
 }
 
 // churnPlan spreads the fake server's churn over the run: steady writes, a
-// dropped watch at 30%, a compaction that forces a 410 relist at 55%, and a
-// quiet last fifth in which the cache must converge.
+// dropped watch at a quarter, a compaction that forces a 410 relist at half
+// time. Without a duration the faults come in the first minute and the churn
+// goes on until Ctrl-C.
 func (r *runner) churnPlan() churnPlan {
-	d := r.cfg.duration
-	if d <= 0 {
-		d = time.Minute
+	if r.cfg.duration <= 0 {
+		return churnPlan{dropWatchAt: 15 * time.Second, compactAt: 30 * time.Second, stopAt: math.MaxInt64}
 	}
-	elapsed := time.Since(r.start)
-	return churnPlan{dropWatchAt: d * 3 / 10, compactAt: d * 55 / 100, stopAt: d*8/10 - elapsed}
+	d := r.cfg.duration
+	return churnPlan{dropWatchAt: d / 4, compactAt: d / 2, stopAt: d}
 }
 
 func (r *runner) progress() {
@@ -63,20 +77,6 @@ func (r *runner) progress() {
 	fmt.Fprintf(r.out, "%6.1fs adds=%d updates=%d deletes=%d reconciled=%d cache=%d queue=%d lists=%d watches=%d %s\n",
 		time.Since(r.start).Seconds(), c.adds, c.updates, c.deletes, r.ctrl.reconciled(),
 		len(r.informer.GetIndexer().ListKeys()), r.ctrl.queue.Len(), r.lw.lists(), r.lw.watches(), r.lags.brief())
-}
-
-// finish waits for the churn to stop, checks convergence on the fake server
-// and prints the summary. A cache that does not match the fake server's
-// contents is an error: the demo doubles as an end-to-end check.
-func (r *runner) finish(churnDone <-chan struct{}) error {
-	converged := ""
-	var err error
-	if r.src.churn != nil {
-		<-churnDone
-		converged, err = r.src.churn.compare(r.informer.GetIndexer())
-	}
-	r.summary(converged)
-	return err
 }
 
 func (r *runner) summary(converged string) {

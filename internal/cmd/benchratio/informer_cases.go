@@ -185,42 +185,58 @@ func benchInformerEvents(b *testing.B, impl informerImpl) {
 }
 
 // benchInformerSlowHandler: three fast handlers beside one that sleeps 1ms
-// per event. One op is one event delivered to the fast handlers; the
-// slowpenalty metric is that time divided by the time without the slow
-// handler (1.0 = the slow handler costs the others nothing).
+// per update. One op is one event delivered to the fast handlers (timed:
+// the first run with the slow handler). The slowpenalty metric is the best
+// of three runs with the slow handler divided by the best of three without
+// it (1.0 = the slow handler costs the others nothing); best-of-three
+// because a shared machine adds noise of the same order.
 func benchInformerSlowHandler(b *testing.B, impl informerImpl) {
-	const n = 10000
-	fastRun := func(withSlow bool) time.Duration {
-		counters := []*benchCounter{newBenchCounter(), newBenchCounter(), newBenchCounter()}
-		hs := []clientcache.ResourceEventHandler{counters[0], counters[1], counters[2]}
-		for _, c := range counters {
-			c.expect(-1)
+	b.StopTimer()
+	best := func(withSlow bool) time.Duration {
+		var min time.Duration
+		for i := 0; i < 3; i++ {
+			if withSlow && i == 0 {
+				b.StartTimer()
+			}
+			d := benchFastHandlersRun(b, impl, withSlow)
+			b.StopTimer()
+			if i == 0 || d < min {
+				min = d
+			}
 		}
-		if withSlow {
-			slow := newBenchCounter()
-			slow.expect(-1)
-			slow.delay = time.Millisecond
-			hs = append(hs, slow)
-		}
-		r := startBenchInformer(b, impl, n, hs...)
-		defer r.stop()
-		for _, c := range counters {
-			c.expect(int64(b.N))
-		}
-		start := time.Now()
-		r.sendUpdates(b.N, n)
-		for _, c := range counters {
-			<-c.done
-		}
-		return time.Since(start)
+		return min
 	}
-	b.StopTimer()
-	alone := fastRun(false)
-	b.StartTimer()
-	b.ResetTimer()
-	with := fastRun(true)
-	b.StopTimer()
+	alone := best(false)
+	with := best(true)
 	b.ReportMetric(float64(with)/float64(alone), "slowpenalty")
+}
+
+// benchFastHandlersRun times b.N events through three counting handlers,
+// optionally beside a handler sleeping 1ms per update.
+func benchFastHandlersRun(b *testing.B, impl informerImpl, withSlow bool) time.Duration {
+	const n = 10000
+	counters := []*benchCounter{newBenchCounter(), newBenchCounter(), newBenchCounter()}
+	hs := []clientcache.ResourceEventHandler{counters[0], counters[1], counters[2]}
+	for _, c := range counters {
+		c.expect(-1)
+	}
+	if withSlow {
+		slow := newBenchCounter()
+		slow.expect(-1)
+		slow.delay = time.Millisecond
+		hs = append(hs, slow)
+	}
+	r := startBenchInformer(b, impl, n, hs...)
+	defer r.stop()
+	for _, c := range counters {
+		c.expect(int64(b.N))
+	}
+	start := time.Now()
+	r.sendUpdates(b.N, n)
+	for _, c := range counters {
+		<-c.done
+	}
+	return time.Since(start)
 }
 
 // benchInformerLateHandler: a 100k-object cache; one op adds a handler,

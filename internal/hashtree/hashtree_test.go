@@ -1,4 +1,4 @@
-package hamt
+package hashtree
 
 import (
 	"encoding/binary"
@@ -66,17 +66,28 @@ func runModel(t testing.TB, ops []byte) {
 	}
 	var snaps []snap
 	for i := 0; i+2 < len(ops); i += 3 {
-		key := "k" + strconv.Itoa(int(ops[i+1]%64))
+		key := "k" + strconv.Itoa(int(ops[i+1])*int(ops[i]>>2+1)%700)
 		switch ops[i] % 4 {
-		case 0, 1:
+		case 1:
+			_, had := want[key]
+			ref, added := m.Ref(e, key)
+			if added == had {
+				t.Fatalf("Ref(%q) added=%v, had=%v", key, added, had)
+			}
+			*ref = int(ops[i+2])
+			want[key] = int(ops[i+2])
+		case 0:
 			wv, had := want[key]
 			if old, replaced := m.Set(e, key, int(ops[i+2])); replaced != had || old != wv {
 				t.Fatalf("Set(%q) = %d,%v; want %d,%v", key, old, replaced, wv, had)
 			}
 			want[key] = int(ops[i+2])
 		case 2:
-			old, ok := m.Delete(e, key)
 			wv, had := want[key]
+			if ref := m.Existing(e, key); (ref != nil) != had || (had && *ref != wv) {
+				t.Fatalf("Existing(%q) = %v, want %d,%v", key, ref, wv, had)
+			}
+			old, ok := m.Delete(e, key)
 			if ok != had || old != wv {
 				t.Fatalf("Delete(%q) = %d,%v; want %d,%v", key, old, ok, wv, had)
 			}
@@ -90,8 +101,10 @@ func runModel(t testing.TB, ops []byte) {
 			e = NewEpoch()
 		}
 	}
+	checkInvariants(t, m)
 	checkSame(t, m, want)
 	for _, s := range snaps {
+		checkInvariants(t, s.m)
 		checkSame(t, s.m, s.want)
 	}
 }
@@ -190,4 +203,105 @@ func FuzzMapAgainstGoMap(f *testing.F) {
 		}
 		runModel(t, ops)
 	})
+}
+
+// checkInvariants verifies order, separators, node sizes and Len.
+func checkInvariants[V any](t testing.TB, m Map[V]) {
+	t.Helper()
+	if m.root == nil {
+		if m.size != 0 {
+			t.Fatalf("nil root with size %d", m.size)
+		}
+		return
+	}
+	var prev *pos
+	count := 0
+	var walk func(n *node[V], lo, hi *pos, depth int) int
+	walk = func(n *node[V], lo, hi *pos, depth int) int {
+		if n.size() == 0 {
+			t.Fatal("empty node in tree")
+		}
+		if n.isLeaf() {
+			if len(n.entries) > maxEntries {
+				t.Fatalf("leaf of %d", len(n.entries))
+			}
+			for i := range n.entries {
+				p := n.entries[i].pos
+				if prev != nil && !prev.less(p) {
+					t.Fatal("entries out of order")
+				}
+				if (lo != nil && p.less(*lo)) || (hi != nil && !p.less(*hi)) {
+					t.Fatal("entry outside its separators")
+				}
+				prev = &p
+				count++
+			}
+			return depth
+		}
+		if len(n.children) > maxChildren {
+			t.Fatalf("branch of %d", len(n.children))
+		}
+		d := -1
+		for i, c := range n.children {
+			clo, chi := lo, hi
+			if i > 0 {
+				clo = &n.children[i].low
+			}
+			if i+1 < len(n.children) {
+				chi = &n.children[i+1].low
+			}
+			cd := walk(c.n, clo, chi, depth+1)
+			if d >= 0 && cd != d {
+				t.Fatal("leaves at different depths")
+			}
+			d = cd
+		}
+		return d
+	}
+	walk(m.root, nil, nil, 0)
+	if count != m.size {
+		t.Fatalf("counted %d entries, Len %d", count, m.size)
+	}
+}
+
+func TestLargeRandomWorkloadKeepsInvariants(t *testing.T) {
+	for _, weak := range []bool{false, true} {
+		if weak {
+			withHash(t, weakHash)
+		}
+		r := rand.New(rand.NewSource(3))
+		var m Map[int]
+		want := map[string]int{}
+		e := NewEpoch()
+		var snaps []Map[int]
+		var snapWants []map[string]int
+		for round := 0; round < 6; round++ {
+			deleteBias := round%2 == 1
+			for i := 0; i < 6000; i++ {
+				k := "key-" + strconv.Itoa(r.Intn(5000))
+				if deleteBias && r.Intn(10) < 8 || !deleteBias && r.Intn(10) < 2 {
+					m.Delete(e, k)
+					delete(want, k)
+				} else {
+					m.Set(e, k, i)
+					want[k] = i
+				}
+				if r.Intn(500) == 0 {
+					cp := make(map[string]int, len(want))
+					for k, v := range want {
+						cp[k] = v
+					}
+					snaps = append(snaps, m)
+					snapWants = append(snapWants, cp)
+					e = NewEpoch()
+				}
+			}
+			checkInvariants(t, m)
+			checkSame(t, m, want)
+		}
+		for i := range snaps {
+			checkInvariants(t, snaps[i])
+			checkSame(t, snaps[i], snapWants[i])
+		}
+	}
 }
