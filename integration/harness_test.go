@@ -40,7 +40,8 @@ type informerRun struct {
 	impl     implementation
 	informer clientcache.SharedIndexInformer
 	recorder *eventRecorder
-	late     []*eventRecorder // handlers added while the informer runs
+	handle   clientcache.ResourceEventHandlerRegistration // recorder's
+	late     []*eventRecorder                             // handlers added while the informer runs
 	probe    *trafficProbe
 	syncTime time.Duration
 	stop     func() // stops the informer and waits for Run to return
@@ -65,9 +66,11 @@ func startInformerWith(t *testing.T, srv *apiserver.Server, impl implementation,
 	informer := impl.newInformer(widgetListWatch(client), &unstructured.Unstructured{}, 0,
 		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
 	run := &informerRun{impl: impl, informer: informer, recorder: newEventRecorder(), probe: probe}
-	if _, err := informer.AddEventHandler(run.recorder); err != nil {
+	handle, err := informer.AddEventHandler(run.recorder)
+	if err != nil {
 		t.Fatalf("%s: add handler: %v", impl.name, err)
 	}
+	run.handle = handle
 	if setup != nil {
 		if err := setup(informer); err != nil {
 			t.Fatalf("%s: setup: %v", impl.name, err)

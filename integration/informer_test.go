@@ -152,6 +152,9 @@ func TestStartPaths(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			setWatchListClient(t, mode.watchList)
 			runs := startInformers(t, srv)
+			for _, run := range runs {
+				checkSyncedMeansComplete(t, run, want)
+			}
 			if got := waitConverged(t, client, runs); want.diff(got) != "" {
 				t.Fatalf("server changed: %s", want.diff(got))
 			}
@@ -165,6 +168,26 @@ func TestStartPaths(t *testing.T) {
 			}
 			checkListersAgree(t, runs, want)
 		})
+	}
+}
+
+// checkSyncedMeansComplete: with no writes going on, a synced informer's
+// store already holds the whole list, and once the handler's registration
+// has synced the handler has been told about all of it.
+func checkSyncedMeansComplete(t *testing.T, run *informerRun, want widgetState) {
+	t.Helper()
+	got, err := cacheState(run.informer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want.diff(got); d != "" {
+		t.Errorf("%s: store incomplete when HasSynced: %s", run.impl.name, d)
+	}
+	eventually(t, time.Minute, run.impl.name+" handler synced", func() (bool, string) {
+		return run.handle.HasSynced(), "not synced"
+	})
+	if d := run.recorder.finalStateDiff(want); d != "" {
+		t.Errorf("%s: handler incomplete when its registration HasSynced: %s", run.impl.name, d)
 	}
 }
 
