@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -179,7 +180,11 @@ func startManager(t *testing.T, config *rest.Config, impl implementation) (manag
 		t.Fatal(err)
 	}
 	rec := &widgetReconciler{client: mgr.GetClient(), seen: map[types.NamespacedName]int64{}}
-	if err := builder.ControllerManagedBy(mgr).For(newWidgetObject()).Named("widgets-" + impl.name).Complete(rec); err != nil {
+	// Names are process-wide; -count=2 would build the same names again.
+	skipNameCheck := true
+	err = builder.ControllerManagedBy(mgr).For(newWidgetObject()).Named("widgets-" + impl.name).
+		WithOptions(controller.Options{SkipNameValidation: &skipNameCheck}).Complete(rec)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
