@@ -20,15 +20,17 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
-// widgetListWatch lists and watches widgets in all namespaces, the way
-// dynamicinformer does.
-func widgetListWatch(client dynamic.Interface) *clientcache.ListWatch {
+// widgetListWatch lists and watches widgets in all namespaces matching
+// labelSelector, the way dynamicinformer's filtered informer does.
+func widgetListWatch(client dynamic.Interface, labelSelector string) *clientcache.ListWatch {
 	widgets := client.Resource(apiserver.WidgetGVR)
 	return &clientcache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			options.LabelSelector = labelSelector
 			return widgets.List(ctx, options)
 		},
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.LabelSelector = labelSelector
 			return widgets.Watch(ctx, options)
 		},
 	}
@@ -51,19 +53,25 @@ type informerRun struct {
 // synced. It is stopped, and its Run awaited, when the test ends.
 func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *informerRun {
 	t.Helper()
-	return startInformerWith(t, srv, impl, nil)
+	return startInformerWith(t, srv, impl, informerSetup{})
 }
 
-// startInformerWith is startInformer with a setup step between creating the
-// informer and running it.
-func startInformerWith(t *testing.T, srv *apiserver.Server, impl implementation, setup func(clientcache.SharedIndexInformer) error) *informerRun {
+// informerSetup varies how startInformerWith builds an informer.
+type informerSetup struct {
+	labelSelector string                                      // server-side filter
+	configure     func(clientcache.SharedIndexInformer) error // runs before Run
+}
+
+// startInformerWith is startInformer with a label selector and a setup step
+// between creating the informer and running it.
+func startInformerWith(t *testing.T, srv *apiserver.Server, impl implementation, setup informerSetup) *informerRun {
 	t.Helper()
 	probe := newTrafficProbe()
 	client, err := dynamic.NewForConfig(probe.wrap(srv.Config()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	informer := impl.newInformer(widgetListWatch(client), &unstructured.Unstructured{}, 0,
+	informer := impl.newInformer(widgetListWatch(client, setup.labelSelector), &unstructured.Unstructured{}, 0,
 		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
 	run := &informerRun{impl: impl, informer: informer, recorder: newEventRecorder(), probe: probe}
 	handle, err := informer.AddEventHandler(run.recorder)
@@ -71,8 +79,8 @@ func startInformerWith(t *testing.T, srv *apiserver.Server, impl implementation,
 		t.Fatalf("%s: add handler: %v", impl.name, err)
 	}
 	run.handle = handle
-	if setup != nil {
-		if err := setup(informer); err != nil {
+	if setup.configure != nil {
+		if err := setup.configure(informer); err != nil {
 			t.Fatalf("%s: setup: %v", impl.name, err)
 		}
 	}
@@ -139,7 +147,13 @@ func widgetKey(u *unstructured.Unstructured) string {
 // serverState lists every widget from the server.
 func serverState(t *testing.T, client dynamic.Interface) widgetState {
 	t.Helper()
-	list, err := client.Resource(apiserver.WidgetGVR).List(context.Background(), metav1.ListOptions{})
+	return serverStateSelected(t, client, "")
+}
+
+// serverStateSelected lists the widgets matching labelSelector.
+func serverStateSelected(t *testing.T, client dynamic.Interface, labelSelector string) widgetState {
+	t.Helper()
+	list, err := client.Resource(apiserver.WidgetGVR).List(context.Background(), metav1.ListOptions{LabelSelector: labelSelector})
 	if err != nil {
 		t.Fatalf("list widgets: %v", err)
 	}
@@ -190,6 +204,14 @@ func (want widgetState) diff(got widgetState) string {
 func waitConverged(t *testing.T, client dynamic.Interface, runs []*informerRun) widgetState {
 	t.Helper()
 	want := serverState(t, client)
+	waitConvergedTo(t, want, runs)
+	return want
+}
+
+// waitConvergedTo waits until every informer's store equals want, then
+// checks each handler's history against it.
+func waitConvergedTo(t *testing.T, want widgetState, runs []*informerRun) {
+	t.Helper()
 	for _, run := range runs {
 		eventually(t, 2*time.Minute, run.impl.name+" cache equals server", func() (bool, string) {
 			got, err := cacheState(run.informer)
@@ -210,7 +232,6 @@ func waitConverged(t *testing.T, client dynamic.Interface, runs []*informerRun) 
 			}
 		}
 	}
-	return want
 }
 
 // addLateHandler adds a recording handler to the running informer.

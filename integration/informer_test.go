@@ -300,3 +300,54 @@ func logLatencies(t *testing.T, runs []*informerRun, written *writeLog) {
 			ratio(float64(q[0]), float64(ref[0])), ratio(float64(q[1]), float64(ref[1])), ratio(float64(q[2]), float64(ref[2])))
 	}
 }
+
+// TestLabelSelectedInformer: an informer filtered on the server by a label
+// selector follows widgets entering and leaving the selection (the server
+// sends ADDED and DELETED for those) and ends equal to the selected list.
+func TestLabelSelectedInformer(t *testing.T) {
+	expectOurGoroutinesGone(t)
+	const selector = "parity=0"
+	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
+	client := srv.Dynamic()
+	workload{namespaces: testNamespaces, prefix: "sel", objects: scaled(150), writers: 4, updates: 1}.run(t, client)
+
+	var runs []*informerRun
+	for _, impl := range implementations {
+		runs = append(runs, startInformerWith(t, srv, impl, informerSetup{labelSelector: selector}))
+	}
+	relabel(t, client)
+	workload{namespaces: testNamespaces, prefix: "sel2", objects: scaled(60), writers: 4, updates: 1, deleteEvery: 3}.run(t, client)
+	relabel(t, client)
+
+	want := serverStateSelected(t, client, selector)
+	waitConvergedTo(t, want, runs)
+	for _, run := range runs {
+		if run.recorder.keys() <= len(want) {
+			t.Errorf("%s: handler heard of %d widgets, no more than the %d selected at the end: nothing left the selection", run.impl.name, run.recorder.keys(), len(want))
+		}
+	}
+	checkListersAgree(t, runs, want)
+}
+
+// relabel flips the parity label of every third widget, moving it into or
+// out of the parity=0 selection.
+func relabel(t *testing.T, client dynamic.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := client.Resource(apiserver.WidgetGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		if i%3 != 0 {
+			continue
+		}
+		obj := &list.Items[i]
+		labels := obj.GetLabels()
+		labels["parity"] = map[string]string{"0": "1", "1": "0"}[labels["parity"]]
+		obj.SetLabels(labels)
+		if _, err := client.Resource(apiserver.WidgetGVR).Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("relabel %s: %v", widgetKey(obj), err)
+		}
+	}
+}

@@ -49,9 +49,9 @@ func TestTransformAndLateIndex(t *testing.T) {
 
 	var runs []*informerRun
 	for _, impl := range implementations {
-		runs = append(runs, startInformerWith(t, srv, impl, func(i clientcache.SharedIndexInformer) error {
+		runs = append(runs, startInformerWith(t, srv, impl, informerSetup{configure: func(i clientcache.SharedIndexInformer) error {
 			return i.SetTransform(stripManagedFields)
-		}))
+		}}))
 	}
 	for _, run := range runs {
 		if err := run.informer.AddIndexers(clientcache.Indexers{byValueIndex: byValue}); err != nil {
