@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinformer/cache/integration/apiserver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/integration/apiserver"
 )
 
 // widgetListWatch lists and watches widgets in all namespaces matching
