@@ -1,23 +1,94 @@
 // Package cache is openinformer: a drop-in replacement for
-// k8s.io/client-go/tools/cache, the machinery that keeps a controller's
-// in-memory copy of Kubernetes objects in step with the API server.
+// k8s.io/client-go/tools/cache (v0.37.2), the machinery that keeps a
+// controller's in-memory copy of Kubernetes objects in step with the API
+// server and tells the controller what changed.
+//
+// Switching is one import line:
+//
+//	import cache "github.com/openinformer/cache"
 //
 // # The pipeline
 //
 //	ListerWatcher ──► Reflector ──► queue ──► controller ──► Indexer (the cache)
-//	                 list, watch,  RealFIFO   processLoop        │
-//	                 relist, backoff                              ▼
-//	                                                  sharedProcessor ──► handlers
+//	                                                │
+//	                                                ▼
+//	                                         sharedProcessor ──► handlers
 //
-// A Reflector lists and watches one resource through a ListerWatcher and
-// writes what it sees into a queue. The controller pops the queue in order,
-// applies each change to a thread-safe Indexer, and hands a notification to
-// every registered ResourceEventHandler. A SharedIndexInformer bundles all of
-// this behind one object that many handlers share.
+// A Reflector keeps one resource in step with the API server through a
+// ListerWatcher. It first syncs the whole set, by default by streaming it
+// over a watch (watch-list: the server sends every object, then a bookmark
+// marking the end of the initial events), falling back to a paged LIST when
+// the server or the ListerWatcher does not support that. Then it watches
+// from the synced resource version, resuming after a clean close, backing
+// off on 429 and refused connections, and relisting when the server answers
+// 410 Gone because the version fell out of its history. The list, watch and
+// backoff decisions are a pure state machine (internal/reflectorfsm); the
+// Reflector only carries them out.
 //
-// # Drop-in
+// The Reflector writes what it sees into a queue. The default, RealFIFO,
+// keeps every change in arrival order and turns a whole relist into a single
+// ReplacedAll entry, so consumers see an atomic swap. DeltaFIFO, the older
+// design that folds the changes of one object together, is still available
+// and is used when the InOrderInformers feature gate is off.
+//
+// The controller pops the queue in order, in batches where it can, applies
+// each change to the Indexer and decides whether it is an add, an update or
+// a delete by what the Indexer held before, not by what the server said.
+// The Indexer is a thread-safe store with secondary indexes, built on a
+// persistent map: List, ListKeys, ByIndex and IndexKeys each read one
+// consistent snapshot without holding the lock writers need, so busy
+// listers never slow the informer down.
+//
+// Finally the sharedProcessor hands each change to every registered
+// ResourceEventHandler. Each handler has one goroutine and its own buffer,
+// sees notifications one at a time in the order the cache changed, and never
+// waits for another handler.
+//
+// # Informers
+//
+// Most code needs only a SharedIndexInformer:
+//
+//	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{
+//		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+//	})
+//	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{...})
+//	go informer.RunWithContext(ctx)
+//	cache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
+//
+// The informer is synced once the initial list has reached the Indexer; a
+// registration is synced once its handler has also returned from every add
+// of that initial list. A handler added after the start first gets an add
+// for every cached object. Deletes may carry a DeletedFinalStateUnknown
+// tombstone when the deletion was inferred from a relist.
+//
+// NewInformerWithOptions builds a single-handler informer whose handler runs
+// on the processing goroutine itself; New builds a bare controller around a
+// queue you provide.
+//
+// # Beyond client-go
+//
+// SharedIndexInformerOptions adds three things client-go lacks: per-handler
+// lag metrics (HandlerMetricsProvider), a log warning naming a handler whose
+// oldest pending notification is too old (SlowHandlerThreshold), and an
+// opt-in bound on each handler's backlog (MaxPendingNotificationsPerHandler)
+// that collapses an overflowing backlog into a catch-up of the current cache
+// state instead of growing without limit. Bad input (nil objects, objects
+// without metadata, failing index functions, nil handlers) gets an error,
+// never a panic or a half-applied change; the README lists every such
+// difference.
+//
+// # Testing
+//
+// Package github.com/openinformer/cache/fake is an in-memory API server that
+// implements ListerWatcher with the semantics of the real one (selectors,
+// paging, resource versions, bookmarks, watch-list, 410 Gone) and injects
+// faults on demand. Informers from this package and from client-go run on
+// it unchanged.
+//
+// # Compatibility
 //
 // Interfaces, function types and plain data are type aliases of client-go's
-// (see types.go), so values built here satisfy client-go's interfaces and can
-// be used wherever client-go's are expected.
+// (see types.go), so values built here satisfy client-go's interfaces and
+// plug into generated listers and controller-runtime. Feature gates are read
+// from k8s.io/client-go/features where client-go reads them.
 package cache

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -405,17 +406,17 @@ func (l *processorListener) next() (notification, listenerState) {
 	return notification{}, listenerIdle
 }
 
-// deliver calls the handler. A panic is handled like client-go's
-// utilruntime.HandleCrash: logged with the handler's name, then re-raised
-// unless utilruntime.ReallyCrash is false, in which case the notification
-// is skipped and delivery continues at once. Either way an initial-list add
-// counts as delivered, so a panicking OnAdd cannot keep the registration
-// unsynced forever.
+// deliver calls the handler. A panicking handler must not take the whole
+// process (and every other handler) down with it, so unlike client-go the
+// panic is always recovered: it is reported with the handler's name and
+// stack, the notification is skipped and delivery continues at once. An
+// initial-list add counts as delivered either way, so a panicking OnAdd
+// cannot keep the registration unsynced forever.
 func (l *processorListener) deliver(n notification) {
 	if n.tracked {
 		defer l.synced.finish(1)
 	}
-	defer utilruntime.HandleCrashWithLogger(l.logger)
+	defer l.recoverHandlerPanic()
 	switch n.kind {
 	case addNotification:
 		l.handler.OnAdd(n.newObj, n.initial)
@@ -423,6 +424,17 @@ func (l *processorListener) deliver(n notification) {
 		l.handler.OnUpdate(n.oldObj, n.newObj)
 	case deleteNotification:
 		l.handler.OnDelete(n.oldObj)
+	}
+}
+
+// recoverHandlerPanic reports a handler's panic through apimachinery's
+// PanicHandlers, as utilruntime.HandleCrash would, but does not re-raise it.
+func (l *processorListener) recoverHandlerPanic() {
+	if r := recover(); r != nil {
+		ctx := klog.NewContext(context.Background(), l.logger)
+		for _, report := range utilruntime.PanicHandlers {
+			report(ctx, r)
+		}
 	}
 }
 

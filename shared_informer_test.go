@@ -255,8 +255,7 @@ func TestI10_RegistrationSyncedOnlyAfterInitialAddsReturned(t *testing.T) {
 }
 
 func TestI10_PanickingInitialAddStillSyncs(t *testing.T) {
-	defer func(old bool) { utilruntime.ReallyCrash = old }(utilruntime.ReallyCrash)
-	utilruntime.ReallyCrash = false
+	require.True(t, utilruntime.ReallyCrash, "recovery must not depend on ReallyCrash")
 	_, lw := informerTestServer("a", "b")
 	inf := NewSharedIndexInformer(lw, &v1.Pod{}, 0, nil)
 	var mu sync.Mutex
