@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -76,6 +77,19 @@ func (r *widgetReconciler) diff(want map[types.NamespacedName]int64) string {
 	return ""
 }
 
+// deletesSeen counts widgets whose last reconcile found them gone.
+func (r *widgetReconciler) deletesSeen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, v := range r.seen {
+		if v == -1 {
+			n++
+		}
+	}
+	return n
+}
+
 func newWidgetObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(apiserver.WidgetGVK)
@@ -86,6 +100,7 @@ func newWidgetObject() *unstructured.Unstructured {
 // builds informers with each implementation reconciles creates, updates and
 // deletes reading from the cache, and serves a field index added after start.
 func TestControllerRuntimeManager(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	crlog.SetLogger(logr.Discard())
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	for _, impl := range implementations {
@@ -108,6 +123,9 @@ func checkManager(t *testing.T, srv *apiserver.Server, impl implementation) {
 		d := rec.diff(want)
 		return d == "", d
 	})
+	if rec.deletesSeen() == 0 {
+		t.Error("no reconcile saw a deleted widget")
+	}
 	if counts, _ := probe.snapshot(); counts[kindGet] != 0 {
 		t.Errorf("manager client read from the server, not the cache: requests %v", counts)
 	}
@@ -162,7 +180,11 @@ func startManager(t *testing.T, config *rest.Config, impl implementation) (manag
 		t.Fatal(err)
 	}
 	rec := &widgetReconciler{client: mgr.GetClient(), seen: map[types.NamespacedName]int64{}}
-	if err := builder.ControllerManagedBy(mgr).For(newWidgetObject()).Named("widgets-" + impl.name).Complete(rec); err != nil {
+	// Names are process-wide; -count=2 would build the same names again.
+	skipNameCheck := true
+	err = builder.ControllerManagedBy(mgr).For(newWidgetObject()).Named("widgets-" + impl.name).
+		WithOptions(controller.Options{SkipNameValidation: &skipNameCheck}).Complete(rec)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

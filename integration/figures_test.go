@@ -27,6 +27,7 @@ type figures struct {
 // side by side. The API server shares the process, so heap figures include
 // its side of serving the informer: read them as rough.
 func TestResourceFigures(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	const payload, rounds = 512, 3
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinformer/cache/integration/apiserver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,17 +17,21 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/integration/apiserver"
 )
 
-// widgetListWatch lists and watches widgets in all namespaces, the way
-// dynamicinformer does.
-func widgetListWatch(client dynamic.Interface) *clientcache.ListWatch {
+// widgetListWatch lists and watches widgets in all namespaces matching
+// labelSelector, the way dynamicinformer's filtered informer does.
+func widgetListWatch(client dynamic.Interface, labelSelector string) *clientcache.ListWatch {
 	widgets := client.Resource(apiserver.WidgetGVR)
 	return &clientcache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			options.LabelSelector = labelSelector
 			return widgets.List(ctx, options)
 		},
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.LabelSelector = labelSelector
 			return widgets.Watch(ctx, options)
 		},
 	}
@@ -40,7 +43,8 @@ type informerRun struct {
 	impl     implementation
 	informer clientcache.SharedIndexInformer
 	recorder *eventRecorder
-	late     []*eventRecorder // handlers added while the informer runs
+	handle   clientcache.ResourceEventHandlerRegistration // recorder's
+	late     []*eventRecorder                             // handlers added while the informer runs
 	probe    *trafficProbe
 	syncTime time.Duration
 	stop     func() // stops the informer and waits for Run to return
@@ -50,16 +54,36 @@ type informerRun struct {
 // synced. It is stopped, and its Run awaited, when the test ends.
 func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *informerRun {
 	t.Helper()
+	return startInformerWith(t, srv, impl, informerSetup{})
+}
+
+// informerSetup varies how startInformerWith builds an informer.
+type informerSetup struct {
+	labelSelector string                                      // server-side filter
+	configure     func(clientcache.SharedIndexInformer) error // runs before Run
+}
+
+// startInformerWith is startInformer with a label selector and a setup step
+// between creating the informer and running it.
+func startInformerWith(t *testing.T, srv *apiserver.Server, impl implementation, setup informerSetup) *informerRun {
+	t.Helper()
 	probe := newTrafficProbe()
 	client, err := dynamic.NewForConfig(probe.wrap(srv.Config()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	informer := impl.newInformer(widgetListWatch(client), &unstructured.Unstructured{}, 0,
+	informer := impl.newInformer(widgetListWatch(client, setup.labelSelector), &unstructured.Unstructured{}, 0,
 		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
 	run := &informerRun{impl: impl, informer: informer, recorder: newEventRecorder(), probe: probe}
-	if _, err := informer.AddEventHandler(run.recorder); err != nil {
+	handle, err := informer.AddEventHandler(run.recorder)
+	if err != nil {
 		t.Fatalf("%s: add handler: %v", impl.name, err)
+	}
+	run.handle = handle
+	if setup.configure != nil {
+		if err := setup.configure(informer); err != nil {
+			t.Fatalf("%s: setup: %v", impl.name, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -124,7 +148,13 @@ func widgetKey(u *unstructured.Unstructured) string {
 // serverState lists every widget from the server.
 func serverState(t *testing.T, client dynamic.Interface) widgetState {
 	t.Helper()
-	list, err := client.Resource(apiserver.WidgetGVR).List(context.Background(), metav1.ListOptions{})
+	return serverStateSelected(t, client, "")
+}
+
+// serverStateSelected lists the widgets matching labelSelector.
+func serverStateSelected(t *testing.T, client dynamic.Interface, labelSelector string) widgetState {
+	t.Helper()
+	list, err := client.Resource(apiserver.WidgetGVR).List(context.Background(), metav1.ListOptions{LabelSelector: labelSelector})
 	if err != nil {
 		t.Fatalf("list widgets: %v", err)
 	}
@@ -175,6 +205,14 @@ func (want widgetState) diff(got widgetState) string {
 func waitConverged(t *testing.T, client dynamic.Interface, runs []*informerRun) widgetState {
 	t.Helper()
 	want := serverState(t, client)
+	waitConvergedTo(t, want, runs)
+	return want
+}
+
+// waitConvergedTo waits until every informer's store equals want, then
+// checks each handler's history against it.
+func waitConvergedTo(t *testing.T, want widgetState, runs []*informerRun) {
+	t.Helper()
 	for _, run := range runs {
 		eventually(t, 2*time.Minute, run.impl.name+" cache equals server", func() (bool, string) {
 			got, err := cacheState(run.informer)
@@ -195,7 +233,6 @@ func waitConverged(t *testing.T, client dynamic.Interface, runs []*informerRun) 
 			}
 		}
 	}
-	return want
 }
 
 // addLateHandler adds a recording handler to the running informer.
@@ -208,16 +245,25 @@ func (run *informerRun) addLateHandler(t *testing.T) {
 	run.late = append(run.late, rec)
 }
 
-// writeLog records, per key, every resource version a writer produced.
+// writeLog records, per key, every resource version a writer produced and
+// when the request for it was sent.
 type writeLog struct {
-	mu  sync.Mutex
-	rvs map[string][]uint64
+	mu   sync.Mutex
+	rvs  map[string][]uint64
+	sent map[writtenVersion]time.Time
 }
 
-func (w *writeLog) add(u *unstructured.Unstructured) {
+type writtenVersion struct {
+	key string
+	rv  uint64
+}
+
+func (w *writeLog) add(u *unstructured.Unstructured, sent time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.rvs[widgetKey(u)] = append(w.rvs[widgetKey(u)], parseRV(u))
+	key, rv := widgetKey(u), parseRV(u)
+	w.rvs[key] = append(w.rvs[key], rv)
+	w.sent[writtenVersion{key, rv}] = sent
 }
 
 // workload creates, updates and deletes widgets from several goroutines.
@@ -244,7 +290,7 @@ func (wl workload) run(t *testing.T, client dynamic.Interface) *writeLog {
 // write runs the workload and reports failures with t.Errorf only, so it
 // may run outside the test's goroutine.
 func (wl workload) write(t *testing.T, client dynamic.Interface) *writeLog {
-	log := &writeLog{rvs: map[string][]uint64{}}
+	log := &writeLog{rvs: map[string][]uint64{}, sent: map[writtenVersion]time.Time{}}
 	var wg sync.WaitGroup
 	for w := 0; w < wl.writers; w++ {
 		wg.Add(1)
@@ -271,11 +317,12 @@ func (wl workload) writer(client dynamic.Interface, w int, log *writeLog) error 
 				return err
 			}
 		}
+		sent := time.Now()
 		created, err := client.Resource(apiserver.WidgetGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
-		log.add(created)
+		log.add(created, sent)
 		mine = append(mine, created)
 	}
 	for u := 1; u <= wl.updates; u++ {
@@ -283,11 +330,12 @@ func (wl workload) writer(client dynamic.Interface, w int, log *writeLog) error 
 			if err := unstructured.SetNestedField(obj.Object, int64(u), "spec", "value"); err != nil {
 				return err
 			}
+			sent := time.Now()
 			updated, err := client.Resource(apiserver.WidgetGVR).Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
 			if err != nil {
 				return err
 			}
-			log.add(updated)
+			log.add(updated, sent)
 			mine[j] = updated
 		}
 	}

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache"
 )
 
 // newInformerFunc is the constructor shape shared by client-go and
@@ -21,7 +23,5 @@ type implementation struct {
 // reference; ratios in the figures are later/first.
 var implementations = []implementation{
 	{name: "client-go", newInformer: clientcache.NewSharedIndexInformer},
-	// Until openinformer's NewSharedIndexInformer lands, client-go runs twice;
-	// switching is this one line.
-	{name: "client-go-twin", newInformer: clientcache.NewSharedIndexInformer},
+	{name: "openinformer", newInformer: cache.NewSharedIndexInformer},
 }

@@ -49,9 +49,13 @@ var testNamespaces = []string{"alpha", "beta", "gamma"}
 // it runs see each key's changes in order from their first add on. All end
 // equal to the server.
 func TestConvergence(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	early := startInformers(t, srv)
+	if len(goroutinesMentioning(ourPackage)) == 0 {
+		t.Error("no openinformer goroutine while informers run: the leak check is blind")
+	}
 
 	wl := workload{namespaces: testNamespaces, prefix: "conv", objects: scaled(300), writers: 6, updates: 2, deleteEvery: 4}
 	writes := make(chan *writeLog, 1)
@@ -80,6 +84,7 @@ func TestConvergence(t *testing.T) {
 			}
 		}
 	}
+	logLatencies(t, early, written)
 	for _, run := range append(early, late...) {
 		if tombstones := run.recorder.tombstones(); tombstones != 0 {
 			t.Errorf("%s: %d tombstones without any relist", run.impl.name, tombstones)
@@ -94,6 +99,7 @@ func TestConvergence(t *testing.T) {
 // changes and etcd is compacted, so the informer's next watch gets 410 Gone;
 // it relists and converges without losing an update.
 func TestRelistAfterCompaction(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: false})
 	client := srv.Dynamic()
 	workload{namespaces: testNamespaces, prefix: "before", objects: scaled(120), writers: 4, updates: 1}.run(t, client)
@@ -133,6 +139,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 
 // TestStartPaths: watch-list streaming and list+watch fill the same cache.
 func TestStartPaths(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	workload{namespaces: testNamespaces, prefix: "start", objects: scaled(200), writers: 4, updates: 1, deleteEvery: 5}.run(t, client)
@@ -145,6 +152,9 @@ func TestStartPaths(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			setWatchListClient(t, mode.watchList)
 			runs := startInformers(t, srv)
+			for _, run := range runs {
+				checkSyncedMeansComplete(t, run, want)
+			}
 			if got := waitConverged(t, client, runs); want.diff(got) != "" {
 				t.Fatalf("server changed: %s", want.diff(got))
 			}
@@ -161,9 +171,30 @@ func TestStartPaths(t *testing.T) {
 	}
 }
 
+// checkSyncedMeansComplete: with no writes going on, a synced informer's
+// store already holds the whole list, and once the handler's registration
+// has synced the handler has been told about all of it.
+func checkSyncedMeansComplete(t *testing.T, run *informerRun, want widgetState) {
+	t.Helper()
+	got, err := cacheState(run.informer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want.diff(got); d != "" {
+		t.Errorf("%s: store incomplete when HasSynced: %s", run.impl.name, d)
+	}
+	eventually(t, time.Minute, run.impl.name+" handler synced", func() (bool, string) {
+		return run.handle.HasSynced(), "not synced"
+	})
+	if d := run.recorder.finalStateDiff(want); d != "" {
+		t.Errorf("%s: handler incomplete when its registration HasSynced: %s", run.impl.name, d)
+	}
+}
+
 // TestServerRestart: the API server stops under running informers and starts
 // again on the same etcd; the informers recover and converge.
 func TestServerRestart(t *testing.T) {
+	expectOurGoroutinesGone(t)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	workload{namespaces: testNamespaces, prefix: "first", objects: scaled(100), writers: 4, updates: 1}.run(t, client)
@@ -247,4 +278,76 @@ func setWatchListClient(t *testing.T, on bool) {
 	original := features.FeatureGates()
 	features.ReplaceFeatureGates(watchListGate{Gates: original, watchList: on})
 	t.Cleanup(func() { features.ReplaceFeatureGates(original) })
+}
+
+// logLatencies prints, per informer, the time from sending a write to the
+// handler's notification of it, and the ratios to the first informer.
+func logLatencies(t *testing.T, runs []*informerRun, written *writeLog) {
+	var ref [3]time.Duration
+	for i, run := range runs {
+		l := run.recorder.latencies(written)
+		if len(l) == 0 {
+			t.Errorf("%s: no latencies", run.impl.name)
+			continue
+		}
+		q := [3]time.Duration{l[len(l)/2], l[len(l)*9/10], l[len(l)*99/100]}
+		t.Logf("%s: write-to-handler latency over %d events: p50 %v, p90 %v, p99 %v", run.impl.name, len(l), q[0], q[1], q[2])
+		if i == 0 {
+			ref = q
+			continue
+		}
+		t.Logf("%s/%s latency: p50 %.2f, p90 %.2f, p99 %.2f", run.impl.name, runs[0].impl.name,
+			ratio(float64(q[0]), float64(ref[0])), ratio(float64(q[1]), float64(ref[1])), ratio(float64(q[2]), float64(ref[2])))
+	}
+}
+
+// TestLabelSelectedInformer: an informer filtered on the server by a label
+// selector follows widgets entering and leaving the selection (the server
+// sends ADDED and DELETED for those) and ends equal to the selected list.
+func TestLabelSelectedInformer(t *testing.T) {
+	expectOurGoroutinesGone(t)
+	const selector = "parity=0"
+	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
+	client := srv.Dynamic()
+	workload{namespaces: testNamespaces, prefix: "sel", objects: scaled(150), writers: 4, updates: 1}.run(t, client)
+
+	var runs []*informerRun
+	for _, impl := range implementations {
+		runs = append(runs, startInformerWith(t, srv, impl, informerSetup{labelSelector: selector}))
+	}
+	relabel(t, client)
+	workload{namespaces: testNamespaces, prefix: "sel2", objects: scaled(60), writers: 4, updates: 1, deleteEvery: 3}.run(t, client)
+	relabel(t, client)
+
+	want := serverStateSelected(t, client, selector)
+	waitConvergedTo(t, want, runs)
+	for _, run := range runs {
+		if run.recorder.keys() <= len(want) {
+			t.Errorf("%s: handler heard of %d widgets, no more than the %d selected at the end: nothing left the selection", run.impl.name, run.recorder.keys(), len(want))
+		}
+	}
+	checkListersAgree(t, runs, want)
+}
+
+// relabel flips the parity label of every third widget, moving it into or
+// out of the parity=0 selection.
+func relabel(t *testing.T, client dynamic.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := client.Resource(apiserver.WidgetGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		if i%3 != 0 {
+			continue
+		}
+		obj := &list.Items[i]
+		labels := obj.GetLabels()
+		labels["parity"] = map[string]string{"0": "1", "1": "0"}[labels["parity"]]
+		obj.SetLabels(labels)
+		if _, err := client.Resource(apiserver.WidgetGVR).Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("relabel %s: %v", widgetKey(obj), err)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientcache "k8s.io/client-go/tools/cache"
@@ -25,6 +26,7 @@ type widgetEvent struct {
 	rv        uint64
 	oldRV     uint64 // updates: the old object's version
 	tombstone bool   // deletes: delivered as DeletedFinalStateUnknown
+	at        time.Time
 }
 
 // eventRecorder is a ResourceEventHandler that keeps every key's history.
@@ -47,6 +49,7 @@ func (r *eventRecorder) record(obj any, e widgetEvent) {
 		return
 	}
 	e.rv = parseRV(u)
+	e.at = time.Now()
 	key := widgetKey(u)
 	r.byKey[key] = append(r.byKey[key], e)
 }
@@ -170,4 +173,21 @@ func (r *eventRecorder) keys() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.byKey)
+}
+
+// latencies returns, for every written version the handler saw, the time
+// from sending the write to the handler's notification, sorted.
+func (r *eventRecorder) latencies(log *writeLog) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Duration
+	for key, events := range r.byKey {
+		for _, e := range events {
+			if sent, ok := log.sent[writtenVersion{key, e.rv}]; ok && e.op != opDelete {
+				out = append(out, e.at.Sub(sent))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
