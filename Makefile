@@ -6,7 +6,7 @@ APICOMPAT   := ../shared/tools/apicompat
 BENCHTIME   ?= 1x
 PKGS        := ./...
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench api api-check
+.PHONY: all demo test fmt-check vet staticcheck unit bench api api-check integration
 
 all: test
 
@@ -29,6 +29,11 @@ staticcheck:
 
 unit:
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
+
+## integration: ours and client-go's informers against a real API server
+## (apiextensions-apiserver with embedded etcd, in-process, loopback only).
+integration:
+	cd integration && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 30m ./...
 
 ## bench: our implementation and client-go's side by side, printed as ratios.
 bench:
