@@ -132,7 +132,18 @@ func storeMatchesServer(store clientcache.Store, s *Server) bool {
 // waits for it to exit.
 func runFakeTestInformer(t *testing.T, lw clientcache.ListerWatcher, h clientcache.ResourceEventHandler) (clientcache.SharedIndexInformer, func()) {
 	t.Helper()
-	inf := clientcache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, clientcache.Indexers{})
+	return runFakeTestInformerWith(t, clientcache.NewSharedIndexInformer, lw, h)
+}
+
+// fakeTestInformerConstructor is the signature shared by client-go's and
+// openinformer's NewSharedIndexInformer.
+type fakeTestInformerConstructor func(clientcache.ListerWatcher, runtime.Object, time.Duration, clientcache.Indexers) clientcache.SharedIndexInformer
+
+// runFakeTestInformerWith runs an informer built by newInformer until the
+// returned stop function is called, and waits for its sync.
+func runFakeTestInformerWith(t *testing.T, newInformer fakeTestInformerConstructor, lw clientcache.ListerWatcher, h clientcache.ResourceEventHandler) (clientcache.SharedIndexInformer, func()) {
+	t.Helper()
+	inf := newInformer(lw, &corev1.Pod{}, 0, clientcache.Indexers{})
 	_, err := inf.AddEventHandler(h)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,7 +13,10 @@ import (
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	clientcache "k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+
+	oicache "github.com/openinformer/cache"
 )
 
 // soakTestEnvInt reads a positive integer knob from the environment.
@@ -27,14 +30,14 @@ func soakTestEnvInt(t *testing.T, name string, def int64) int64 {
 	return n
 }
 
-// TestSoakClientGoInformerWithRandomFaults drives many random writes and faults through
-// client-go's informer, in watch-list and in LIST mode, and checks that the cache converges on the
-// server's contents and that every handler saw, per key, an in-order history ending in the latest
-// state. Each fault typically costs the reflector one backoff on the real clock (0.8s, doubling
-// up to 30-60s while faults keep coming within two minutes), so the default run is small; scale
-// it with FAKE_SOAK_EVENTS and FAKE_SOAK_FAULTS (minutes for a dozen faults) and replay a run
-// with FAKE_SOAK_SEED.
-func TestSoakClientGoInformerWithRandomFaults(t *testing.T) {
+// TestSoakInformersWithRandomFaults drives many random writes and faults through
+// openinformer's informer and client-go's, each in watch-list and in LIST mode, and checks that
+// every cache converges on the server's contents and that every handler saw, per key, an
+// in-order history ending in the latest state. Each fault typically costs the reflector one
+// backoff on the real clock (0.8s, doubling up to 30-60s while faults keep coming within two
+// minutes), so the default run is small; scale it with FAKE_SOAK_EVENTS and FAKE_SOAK_FAULTS
+// (minutes for a dozen faults) and replay a run with FAKE_SOAK_SEED.
+func TestSoakInformersWithRandomFaults(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	events, faults := int64(2000), int64(3)
 	if testing.Short() {
@@ -45,20 +48,26 @@ func TestSoakClientGoInformerWithRandomFaults(t *testing.T) {
 	seed := uint64(soakTestEnvInt(t, "FAKE_SOAK_SEED", time.Now().UnixNano()))
 	t.Logf("FAKE_SOAK_SEED=%d FAKE_SOAK_EVENTS=%d FAKE_SOAK_FAULTS=%d", seed, events, faults)
 
+	informers := map[string]fakeTestInformerConstructor{
+		"openinformer": oicache.NewSharedIndexInformer,
+		"client-go":    clientcache.NewSharedIndexInformer,
+	}
 	t.Run("modes", func(t *testing.T) {
-		for _, unsupported := range []bool{false, true} {
-			t.Run(fmt.Sprintf("watchListUnsupported=%v", unsupported), func(t *testing.T) {
-				t.Parallel()
-				runSoakTest(t, unsupported, int(events), int(faults), rand.New(rand.NewPCG(seed, 1)))
-			})
+		for name, newInformer := range informers {
+			for _, unsupported := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/watchListUnsupported=%v", name, unsupported), func(t *testing.T) {
+					t.Parallel()
+					runSoakTest(t, newInformer, unsupported, int(events), int(faults), rand.New(rand.NewPCG(seed, 1)))
+				})
+			}
 		}
 	})
 }
 
-func runSoakTest(t *testing.T, watchListUnsupported bool, events, faults int, rng *rand.Rand) {
+func runSoakTest(t *testing.T, newInformer fakeTestInformerConstructor, watchListUnsupported bool, events, faults int, rng *rand.Rand) {
 	s, clk := newFakeTestServer(t, Options{WatchListUnsupported: watchListUnsupported, HistorySize: 300})
 	rec := newInformerTestRecorder()
-	inf, stop := runFakeTestInformer(t, s, rec.handler())
+	inf, stop := runFakeTestInformerWith(t, newInformer, s, rec.handler())
 	defer stop()
 
 	faultAt := map[int]bool{}
