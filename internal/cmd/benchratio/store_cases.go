@@ -156,6 +156,26 @@ func benchStoreGet(impl storeBenchImpl) func(b *testing.B) {
 	}
 }
 
+// benchStoreGetThenUpdate does, per op, what an informer does for each
+// update event: Get the object's current version, then Update it.
+func benchStoreGetThenUpdate(impl storeBenchImpl) func(b *testing.B) {
+	return func(b *testing.B) {
+		pods := storeBenchPods()
+		s := filledStore(impl, storeBenchSize)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			p := pods[1-(i/storeBenchSize)%2][(i*7919)%storeBenchSize]
+			if _, ok, err := s.Get(p); !ok || err != nil {
+				b.Fatal("missing", err)
+			}
+			if err := s.Update(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // benchStoreContended runs, per op, one writer updating a store of size
 // objects for a fixed window while readers call List in a loop, and
 // reports the writer's throughput.
@@ -198,6 +218,7 @@ func init() {
 		benchCase{"Store/ByIndex-100k", benchStoreByIndex(oursStoreImpl), benchStoreByIndex(theirsStoreImpl)},
 		benchCase{"Store/List-100k", benchStoreList(oursStoreImpl), benchStoreList(theirsStoreImpl)},
 		benchCase{"Store/GetByKey-100k", benchStoreGet(oursStoreImpl), benchStoreGet(theirsStoreImpl)},
+		benchCase{"Store/GetThenUpdate-100k", benchStoreGetThenUpdate(oursStoreImpl), benchStoreGetThenUpdate(theirsStoreImpl)},
 		benchCase{"Store/WriteWhileListing-100k-10readers",
 			benchStoreContended(oursStoreImpl, storeBenchSize, 10), benchStoreContended(theirsStoreImpl, storeBenchSize, 10)},
 	)
