@@ -384,26 +384,41 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 		}
 		return nil
 	}
-	txns := make([]Transaction, len(deltas))
+	// This package's store takes writes with their keys, so each key is
+	// computed once for both the lookup and the write.
+	own, keyed := a.store.(*cache)
+	txns := make([]ThreadSafeStoreTransaction, len(deltas))
 	notes := make([]notification, len(deltas))
 	for i, d := range deltas {
+		t := &txns[i]
+		t.Object = d.Object
 		switch d.Type {
 		case Added, Updated, Replaced, Sync:
-			if old, exists, err := a.store.Get(d.Object); err == nil && exists {
-				txns[i] = Transaction{Type: TransactionTypeUpdate, Object: d.Object}
+			var old interface{}
+			var exists bool
+			if keyed {
+				old, exists, keyed = a.lookupKeyed(own, t)
+			} else {
+				old, exists, _ = a.store.Get(d.Object)
+			}
+			if exists {
+				t.Type = TransactionTypeUpdate
 				notes[i] = notification{kind: updateNotification, oldObj: old, newObj: d.Object}
 			} else {
-				txns[i] = Transaction{Type: TransactionTypeAdd, Object: d.Object}
+				t.Type = TransactionTypeAdd
 				notes[i] = notification{kind: addNotification, newObj: d.Object, initial: isInInitialList}
 			}
 		case Deleted:
-			txns[i] = Transaction{Type: TransactionTypeDelete, Object: d.Object}
+			t.Type = TransactionTypeDelete
 			notes[i] = notification{kind: deleteNotification, oldObj: d.Object}
+			if keyed {
+				_, _, keyed = a.lookupKeyed(own, t)
+			}
 		default:
 			return fmt.Errorf(unbatchableFormat, d.Type)
 		}
 	}
-	if txnErr := txnStore.Transaction(txns...); txnErr != nil {
+	if txnErr := a.commitBatch(txnStore, own, keyed, txns); txnErr != nil {
 		for _, i := range txnErr.SuccessfulIndices {
 			if i < len(notes) {
 				a.notify(notes[i])
@@ -415,6 +430,32 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 		a.notify(n)
 	}
 	return nil
+}
+
+// lookupKeyed fills in t's key and returns the object stored under it. ok
+// is false when the key cannot be computed; the batch then goes through the
+// plain Transaction, which reports that write's KeyError.
+func (a deltaApplier) lookupKeyed(own *cache, t *ThreadSafeStoreTransaction) (old interface{}, exists, ok bool) {
+	key, err := own.keyOf(t.Object)
+	if err != nil {
+		return nil, false, false
+	}
+	t.Key = key
+	old, exists, _ = own.GetByKey(key)
+	return old, exists, true
+}
+
+// commitBatch writes the batch: with every key known, straight into this
+// package's store; otherwise through the store's Transaction.
+func (a deltaApplier) commitBatch(txnStore TransactionStore, own *cache, keyed bool, txns []ThreadSafeStoreTransaction) *TransactionError {
+	if keyed {
+		return own.commitKeyed(txns, nil, nil, len(txns))
+	}
+	plain := make([]Transaction, len(txns))
+	for i, t := range txns {
+		plain[i] = t.Transaction
+	}
+	return txnStore.Transaction(plain...)
 }
 
 func (a deltaApplier) notify(n notification) {

@@ -199,14 +199,30 @@ func (c *cache) Transaction(txns ...Transaction) *TransactionError {
 		keyed = append(keyed, ThreadSafeStoreTransaction{Transaction: t, Key: key})
 		origin = append(origin, i)
 	}
+	return c.commitKeyed(keyed, origin, failed, len(txns))
+}
+
+// commitKeyed applies keyed writes under one lock and reports the outcome
+// of all total writes: origin maps each keyed write to its position among
+// them (nil: positions are the same) and failed holds those refused before.
+// The informer's batch path calls it directly, having computed every key
+// once for its own lookups.
+func (c *cache) commitKeyed(keyed []ThreadSafeStoreTransaction, origin []int, failed map[int]error, total int) *TransactionError {
 	for _, f := range c.storage.transaction(keyed) {
-		failed[origin[f.pos]] = f.err
+		pos := f.pos
+		if origin != nil {
+			pos = origin[pos]
+		}
+		if failed == nil {
+			failed = map[int]error{}
+		}
+		failed[pos] = f.err
 	}
 	if len(failed) == 0 {
 		return nil
 	}
-	txErr := &TransactionError{TotalTransactions: len(txns)}
-	for i := range txns {
+	txErr := &TransactionError{TotalTransactions: total}
+	for i := range total {
 		if err, ok := failed[i]; ok {
 			txErr.Errors = append(txErr.Errors, err)
 		} else {
