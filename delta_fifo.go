@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -22,16 +21,13 @@ type DeltaFIFO struct {
 	logger klog.Logger
 	name   string
 
-	mu    sync.Mutex
-	cond  sync.Cond
+	queueCore
 	items map[string]Deltas
 	// itemsPeak is the most keys items held since it was last allocated. Go
 	// maps never shrink, so once a large queue drains, items is replaced.
 	itemsPeak int
 	queue     deque.Deque[string]
-	sync      queueSync
 
-	closed       bool
 	keys         queueKeyer
 	knownObjects KeyListerGetter
 	transformer  TransformFunc
@@ -62,7 +58,6 @@ func NewDeltaFIFOWithOptions(opts DeltaFIFOOptions) *DeltaFIFO {
 		logger:       klog.Background(),
 		name:         "DeltaFIFO",
 		items:        map[string]Deltas{},
-		sync:         newQueueSync(),
 		keys:         newQueueKeyer(opts.KeyFunction),
 		knownObjects: opts.KnownObjects,
 		transformer:  opts.Transformer,
@@ -78,7 +73,7 @@ func NewDeltaFIFOWithOptions(opts DeltaFIFOOptions) *DeltaFIFO {
 		f.name = opts.Name
 	}
 	f.logger = klog.LoggerWithName(f.logger, f.name)
-	f.cond.L = &f.mu
+	f.initCore()
 	return f
 }
 
@@ -352,40 +347,12 @@ func (f *DeltaFIFO) releaseDrainedMapLocked() {
 	}
 }
 
-// Close wakes every waiting Pop. Queued keys can still be popped; only when
-// the queue is also empty does Pop return ErrFIFOClosed.
-func (f *DeltaFIFO) Close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closed = true
-	f.cond.Broadcast()
-}
-
-// IsClosed reports whether Close was called.
-func (f *DeltaFIFO) IsClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
-}
-
-// HasSynced reports whether the queue has delivered its initial population:
-// true after a first Add/Update/Delete, or once every key queued by the
-// first Replace has been popped. It never turns false again.
-func (f *DeltaFIFO) HasSynced() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sync.synced
-}
-
 // HasSyncedChecker returns the queue itself, whose Done channel closes when
 // HasSynced becomes true.
 func (f *DeltaFIFO) HasSyncedChecker() DoneChecker { return f }
 
 // Name returns the queue's name, as used in logs and by HasSyncedChecker.
 func (f *DeltaFIFO) Name() string { return f.name }
-
-// Done returns a channel that is closed once HasSynced is true.
-func (f *DeltaFIFO) Done() <-chan struct{} { return f.sync.done }
 
 // Transformer returns the queue's TransformFunc, so that a Reflector can
 // apply the same transformation to the objects it keeps itself.

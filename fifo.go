@@ -30,6 +30,50 @@ func newQueueSync() queueSync {
 	return queueSync{done: make(chan struct{})}
 }
 
+// queueCore is the lock, the wake-up signal and the sync bookkeeping that
+// every FIFO of this package shares, with the methods that only touch them.
+type queueCore struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	closed bool
+	sync   queueSync
+}
+
+// initCore must run before the queue is used.
+func (q *queueCore) initCore() {
+	q.cond.L = &q.mu
+	q.sync = newQueueSync()
+}
+
+// Close wakes every waiting Pop. Queued items can still be popped; only
+// when the queue is also empty does Pop return ErrFIFOClosed. Writes are
+// still accepted.
+func (q *queueCore) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.cond.Broadcast()
+}
+
+// IsClosed reports whether Close was called.
+func (q *queueCore) IsClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// HasSynced reports whether the queue has delivered its initial population:
+// true after a first Add/Update/Delete, or once everything queued by the
+// first Replace has been processed. It never turns false again.
+func (q *queueCore) HasSynced() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.sync.synced
+}
+
+// Done returns a channel that is closed once HasSynced is true.
+func (q *queueCore) Done() <-chan struct{} { return q.sync.done }
+
 // markPopulated records a direct write. Without a prior Replace there is no
 // initial list, so the queue counts as synced at once.
 func (s *queueSync) markPopulated() {
@@ -190,16 +234,12 @@ func metaIdent(obj interface{}) (queueIdent, bool) {
 // once and keeps its place however often its object changes; Pop hands out
 // only the newest object. It suits work that only needs the current state.
 type FIFO struct {
-	mu    sync.Mutex
-	cond  sync.Cond
+	queueCore
 	items map[string]interface{}
 	// queue holds keys in pop order. A key is appended when it gains an
 	// object, so a deleted and re-added key can appear twice; the stale
 	// entry is skipped by Pop.
-	queue deque.Deque[string]
-	sync  queueSync
-
-	closed  bool
+	queue   deque.Deque[string]
 	keyFunc KeyFunc
 }
 
@@ -210,12 +250,8 @@ var (
 
 // NewFIFO returns an empty FIFO keyed by keyFunc.
 func NewFIFO(keyFunc KeyFunc) *FIFO {
-	f := &FIFO{
-		items:   map[string]interface{}{},
-		sync:    newQueueSync(),
-		keyFunc: keyFunc,
-	}
-	f.cond.L = &f.mu
+	f := &FIFO{items: map[string]interface{}{}, keyFunc: keyFunc}
+	f.initCore()
 	return f
 }
 
@@ -361,37 +397,9 @@ func (f *FIFO) Pop(process PopProcessFunc) (interface{}, error) {
 	}
 }
 
-// Close wakes every waiting Pop. Queued objects can still be popped; only
-// when the queue is also empty does Pop return ErrFIFOClosed.
-func (f *FIFO) Close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closed = true
-	f.cond.Broadcast()
-}
-
-// IsClosed reports whether Close was called.
-func (f *FIFO) IsClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
-}
-
-// HasSynced reports whether the queue has delivered its initial population:
-// true after a first Add/Update/Delete, or once every key of the first
-// Replace has been popped. It never turns false again.
-func (f *FIFO) HasSynced() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sync.synced
-}
-
 // HasSyncedChecker returns the queue itself, whose Done channel closes when
 // HasSynced becomes true.
 func (f *FIFO) HasSyncedChecker() DoneChecker { return f }
 
 // Name returns "FIFO", the name HasSyncedChecker reports.
 func (f *FIFO) Name() string { return "FIFO" }
-
-// Done returns a channel that is closed once HasSynced is true.
-func (f *FIFO) Done() <-chan struct{} { return f.sync.done }

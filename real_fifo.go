@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -74,12 +73,9 @@ type RealFIFO struct {
 	logger klog.Logger
 	name   string
 
-	mu    sync.Mutex
-	cond  sync.Cond
+	queueCore
 	items deque.Deque[Delta]
-	sync  queueSync
 
-	closed       bool
 	keys         queueKeyer
 	knownObjects KeyListerGetter
 	transformer  TransformFunc
@@ -126,7 +122,6 @@ func NewRealFIFOWithOptions(opts RealFIFOOptions) *RealFIFO {
 	f := &RealFIFO{
 		logger:                klog.Background(),
 		name:                  "RealFIFO",
-		sync:                  newQueueSync(),
 		keys:                  newQueueKeyer(opts.KeyFunction),
 		knownObjects:          opts.KnownObjects,
 		transformer:           opts.Transformer,
@@ -148,7 +143,7 @@ func NewRealFIFOWithOptions(opts RealFIFOOptions) *RealFIFO {
 		f.name = n
 	}
 	f.logger = klog.LoggerWithName(f.logger, f.name)
-	f.cond.L = &f.mu
+	f.initCore()
 	return f
 }
 
@@ -587,41 +582,12 @@ func (t processingTimer) done(f *RealFIFO, first Delta, n int) {
 	f.logger.Info("Slow processing of popped deltas", kv...)
 }
 
-// Close wakes every waiting Pop. Queued deltas can still be popped; only
-// when the queue is also empty does Pop return ErrFIFOClosed. Writes are
-// still accepted.
-func (f *RealFIFO) Close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closed = true
-	f.cond.Broadcast()
-}
-
-// IsClosed reports whether Close was called.
-func (f *RealFIFO) IsClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
-}
-
-// HasSynced reports whether the queue has delivered its initial population:
-// true after a first Add/Update/Delete, or once every delta queued by the
-// first Replace has been processed. It never turns false again.
-func (f *RealFIFO) HasSynced() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sync.synced
-}
-
 // HasSyncedChecker returns the queue itself, whose Done channel closes when
 // HasSynced becomes true.
 func (f *RealFIFO) HasSyncedChecker() DoneChecker { return f }
 
 // Name returns the queue's name, as used in logs and by HasSyncedChecker.
 func (f *RealFIFO) Name() string { return f.name }
-
-// Done returns a channel that is closed once HasSynced is true.
-func (f *RealFIFO) Done() <-chan struct{} { return f.sync.done }
 
 // Transformer returns the queue's TransformFunc, so that a Reflector can
 // apply the same transformation to the objects it keeps itself.
