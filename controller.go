@@ -303,18 +303,34 @@ func (a deltaApplier) applyOne(d Delta, isInInitialList bool) error {
 }
 
 func (a deltaApplier) upsert(obj interface{}, isInInitialList bool) error {
-	if old, exists, err := a.store.Get(obj); err == nil && exists {
-		if err := a.store.Update(obj); err != nil {
-			return err
-		}
-		a.handler.OnUpdate(old, obj)
-		return nil
-	}
-	if err := a.store.Add(obj); err != nil {
+	old, existed, err := a.write(obj)
+	if err != nil {
 		return err
 	}
-	a.handler.OnAdd(obj, isInInitialList)
+	if existed {
+		a.handler.OnUpdate(old, obj)
+	} else {
+		a.handler.OnAdd(obj, isInInitialList)
+	}
 	return nil
+}
+
+// write stores obj and returns what its key held before. With this
+// package's store the key is computed once for the lookup and the write;
+// a single delta per pop is the common case when events arrive slowly.
+func (a deltaApplier) write(obj interface{}) (old interface{}, existed bool, err error) {
+	if own, ok := a.store.(*cache); ok {
+		key, err := own.keyOf(obj)
+		if err != nil {
+			return nil, false, err
+		}
+		old, existed, _ = own.GetByKey(key)
+		return old, existed, own.updateKeyed(key, obj)
+	}
+	if old, existed, err = a.store.Get(obj); err == nil && existed {
+		return old, true, a.store.Update(obj)
+	}
+	return nil, false, a.store.Add(obj)
 }
 
 // replaceAll swaps the store's contents for info's list, then reports the

@@ -92,12 +92,20 @@ func (c *cache) prepare(obj interface{}) (string, interface{}, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if c.transformer != nil {
-		if obj, err = c.transformer(obj); err != nil {
-			return "", nil, fmt.Errorf("transforming: %w", err)
-		}
+	obj, err = c.transform(obj)
+	return key, obj, err
+}
+
+// transform applies the store's transformer, if any.
+func (c *cache) transform(obj interface{}) (interface{}, error) {
+	if c.transformer == nil {
+		return obj, nil
 	}
-	return key, obj, nil
+	obj, err := c.transformer(obj)
+	if err != nil {
+		return nil, fmt.Errorf("transforming: %w", err)
+	}
+	return obj, nil
 }
 
 // Add stores obj under its key, replacing any object already there.
@@ -108,7 +116,16 @@ func (c *cache) Add(obj interface{}) error {
 // Update stores obj under its key, inserting it if absent. If an index
 // function fails on obj the store is unchanged and the error returned.
 func (c *cache) Update(obj interface{}) error {
-	key, obj, err := c.prepare(obj)
+	key, err := c.keyOf(obj)
+	if err != nil {
+		return err
+	}
+	return c.updateKeyed(key, obj)
+}
+
+// updateKeyed is Update for a caller that already computed obj's key.
+func (c *cache) updateKeyed(key string, obj interface{}) error {
+	obj, err := c.transform(obj)
 	if err != nil {
 		return err
 	}
