@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openinformer/cache/internal/hashtree"
+	"github.com/openinformer/cache/internal/hashmap"
 )
 
 // StoreOption configures a Store or Indexer built by NewStore or NewIndexer.
@@ -183,8 +183,8 @@ func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) 
 // an error with the store unchanged. Of two objects with one key, the later
 // wins.
 func (c *cache) Replace(list []interface{}, rv string) error {
-	e := hashtree.NewEpoch()
-	var items hashtree.Map[any]
+	e := hashmap.NewEpoch()
+	var items hashmap.Map[any]
 	for _, obj := range list {
 		key, obj, err := c.prepare(obj)
 		if err != nil {

@@ -13,16 +13,16 @@ import (
 	"k8s.io/client-go/features"
 	"k8s.io/klog/v2"
 
-	"github.com/openinformer/cache/internal/hashtree"
+	"github.com/openinformer/cache/internal/hashmap"
 )
 
-// The store keeps its items and every index in persistent trees
-// (internal/hashtree). A reader that needs more than a handful of entries
-// takes the current roots under the lock and walks them after releasing it,
+// The store keeps its items and every index in persistent hash maps
+// (internal/hashmap). A reader that needs more than a handful of entries
+// takes the current maps under the lock and walks them after releasing it,
 // so a List of a large store never holds the lock for the length of its copy
-// and always sees one consistent state. The writer changes tree nodes in
+// and always sees one consistent state. The writer changes the maps' tables in
 // place until a reader freezes them; its next write then starts a new epoch
-// and copies the few nodes on its path.
+// and copies the directory and the one table it touches.
 //
 // Every critical section is short, so one plain Mutex serves readers and
 // writers. An RWMutex measured 40 times slower for a writer facing ten
@@ -37,10 +37,10 @@ const copyUnderLock = 64
 // keySet holds the store keys sharing one index value. It keeps no
 // objects, so a write that leaves an object's index values alone leaves the
 // index alone too; reads find the objects in the items of the same state.
-type keySet = hashtree.Map[struct{}]
+type keySet = hashmap.Map[struct{}]
 
 // valueIndex maps each value of one index to its keySet.
-type valueIndex = hashtree.Map[keySet]
+type valueIndex = hashmap.Map[keySet]
 
 // indexerSet is one immutable generation of a store's index functions.
 // AddIndexers publishes a new generation, so readers and GetIndexers callers
@@ -136,12 +136,12 @@ func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider Inf
 // threadSafeMap is the ThreadSafeStore behind every Store and Indexer here.
 type threadSafeMap struct {
 	mu sync.Mutex
-	// epoch owns the tree nodes the writer may change in place.
-	epoch hashtree.Epoch
-	// frozen is set by readers that walk the trees outside the lock; the
+	// epoch owns the map parts the writer may change in place.
+	epoch hashmap.Epoch
+	// frozen is set by readers that walk the maps outside the lock; the
 	// next write then moves to a new epoch.
 	frozen   bool
-	items    hashtree.Map[any]
+	items    hashmap.Map[any]
 	indexes  []valueIndex // by position in indexers
 	indexers atomic.Pointer[indexerSet]
 	rv       string
@@ -160,7 +160,7 @@ func NewThreadSafeStore(indexers Indexers, indices Indices, opts ...ThreadSafeSt
 }
 
 func newThreadSafeMap(indexers Indexers, opts ...ThreadSafeStoreOption) *threadSafeMap {
-	s := &threadSafeMap{epoch: hashtree.NewEpoch(), rvMetric: noopMetric{}}
+	s := &threadSafeMap{epoch: hashmap.NewEpoch(), rvMetric: noopMetric{}}
 	set := newIndexerSet(indexers)
 	s.indexers.Store(set)
 	s.indexes = make([]valueIndex, len(set.names))
@@ -171,16 +171,16 @@ func newThreadSafeMap(indexers Indexers, opts ...ThreadSafeStoreOption) *threadS
 }
 
 // lockForWrite takes the write lock and, if a reader froze the current
-// nodes, starts a new epoch so that they are copied rather than changed.
+// tables, starts a new epoch so that they are copied rather than changed.
 func (s *threadSafeMap) lockForWrite() {
 	s.mu.Lock()
 	if s.frozen {
-		s.epoch = hashtree.NewEpoch()
+		s.epoch = hashmap.NewEpoch()
 		s.frozen = false
 	}
 }
 
-// freezeLocked marks the current nodes as shared with a reader. Call it
+// freezeLocked marks the current tables as shared with a reader. Call it
 // with mu held.
 func (s *threadSafeMap) freezeLocked() {
 	s.frozen = true
@@ -423,15 +423,15 @@ func (s *threadSafeMap) membersValues(pick func() (keySet, error)) ([]interface{
 	} else {
 		defer s.mu.Unlock()
 	}
-	return hashtree.AppendValuesOf(make([]interface{}, 0, members.Len()), items, members), nil
+	return hashmap.AppendValuesOf(make([]interface{}, 0, members.Len()), items, members), nil
 }
 
 // Replace swaps the whole content for items and sets the resource version.
 // If an index function fails on any item nothing changes and the error is
 // logged (client-go panics).
 func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion string) {
-	e := hashtree.NewEpoch()
-	var m hashtree.Map[any]
+	e := hashmap.NewEpoch()
+	var m hashmap.Map[any]
 	for key, obj := range items {
 		m.Set(e, key, obj)
 	}
@@ -444,7 +444,7 @@ func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion st
 // content. The indexes are built before the lock is taken (if the indexers
 // change meanwhile they are built again), so readers and writers are held
 // up only for the swap.
-func (s *threadSafeMap) replace(items hashtree.Map[any], e hashtree.Epoch, rv string) error {
+func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string) error {
 	for {
 		set := s.indexers.Load()
 		indexes, err := buildIndexes(set.names, set.fns, items, e)
@@ -465,7 +465,7 @@ func (s *threadSafeMap) replace(items hashtree.Map[any], e hashtree.Epoch, rv st
 }
 
 // buildIndexes indexes every item with fns, in epoch e.
-func buildIndexes(names []string, fns []IndexFunc, items hashtree.Map[any], e hashtree.Epoch) ([]valueIndex, error) {
+func buildIndexes(names []string, fns []IndexFunc, items hashmap.Map[any], e hashmap.Epoch) ([]valueIndex, error) {
 	indexes := make([]valueIndex, len(fns))
 	var err error
 	items.Range(func(key string, obj interface{}) bool {
@@ -529,14 +529,14 @@ func (s *threadSafeMap) union(i int, vals []string) []interface{} {
 		defer s.mu.Unlock()
 	}
 	var merged keySet
-	e := hashtree.NewEpoch()
+	e := hashmap.NewEpoch()
 	for _, members := range groups {
 		members.Range(func(key string, _ struct{}) bool {
 			merged.Set(e, key, struct{}{})
 			return true
 		})
 	}
-	return hashtree.AppendValuesOf(make([]interface{}, 0, merged.Len()), items, merged)
+	return hashmap.AppendValuesOf(make([]interface{}, 0, merged.Len()), items, merged)
 }
 
 // membersLocked returns the keySet of value in the named index; the caller

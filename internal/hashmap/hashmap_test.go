@@ -1,7 +1,8 @@
-package hashtree
+package hashmap
 
 import (
 	"encoding/binary"
+	"maps"
 	"math/rand"
 	"sort"
 	"strconv"
@@ -15,14 +16,14 @@ func withHash(t testing.TB, h func(string) uint64) {
 	t.Cleanup(func() { hashKey = old })
 }
 
-// weakHash maps keys onto a handful of hashes so that equal hashes with
-// different keys, ordered by key, are exercised.
+// weakHash maps keys onto 257 hashes spread over the whole range, so that
+// equal hashes with different keys share a probe run everywhere in the map.
 func weakHash(key string) uint64 {
 	var h uint64
 	for i := 0; i < len(key); i++ {
 		h = h*31 + uint64(key[i])
 	}
-	return (h % 7) << 58
+	return (h%257 + 1) * 0x9e3779b97f4a7c15
 }
 
 // checkSame asserts that m holds exactly want.
@@ -207,60 +208,64 @@ func FuzzMapAgainstGoMap(f *testing.F) {
 	})
 }
 
-// checkInvariants verifies order, separators, node sizes and Len.
+// checkInvariants verifies the directory's shape, that every table sits
+// on its aligned run and holds only hashes of its prefix, that every entry
+// is reachable from its home slot, and Len.
 func checkInvariants[V any](t testing.TB, m Map[V]) {
 	t.Helper()
-	if m.root == nil {
+	if m.dir == nil {
 		if m.size != 0 {
-			t.Fatalf("nil root with size %d", m.size)
+			t.Fatalf("nil directory with size %d", m.size)
 		}
 		return
 	}
-	var prev *pos
-	count := 0
-	var walk func(n *node[V], lo, hi *pos, depth int) int
-	walk = func(n *node[V], lo, hi *pos, depth int) int {
-		if n.size() == 0 {
-			t.Fatal("empty node in tree")
-		}
-		if n.isLeaf() {
-			if len(n.entries) > maxEntries {
-				t.Fatalf("leaf of %d", len(n.entries))
-			}
-			for i := range n.entries {
-				p := n.entries[i].pos
-				if prev != nil && !prev.less(p) {
-					t.Fatal("entries out of order")
-				}
-				if (lo != nil && p.less(*lo)) || (hi != nil && !p.less(*hi)) {
-					t.Fatal("entry outside its separators")
-				}
-				prev = &p
-				count++
-			}
-			return depth
-		}
-		if len(n.children) > maxChildren {
-			t.Fatalf("branch of %d", len(n.children))
-		}
-		d := -1
-		for i, c := range n.children {
-			clo, chi := lo, hi
-			if i > 0 {
-				clo = &n.children[i].low
-			}
-			if i+1 < len(n.children) {
-				chi = &n.children[i+1].low
-			}
-			cd := walk(c.n, clo, chi, depth+1)
-			if d >= 0 && cd != d {
-				t.Fatal("leaves at different depths")
-			}
-			d = cd
-		}
-		return d
+	d := m.dir
+	if len(d.tables) != 1<<d.depth {
+		t.Fatalf("directory of depth %d has %d entries", d.depth, len(d.tables))
 	}
-	walk(m.root, nil, nil, 0)
+	count := 0
+	for i := 0; i < len(d.tables); {
+		tb := d.tables[i]
+		if tb.depth > d.depth {
+			t.Fatalf("table depth %d above directory depth %d", tb.depth, d.depth)
+		}
+		lo, n := d.span(i)
+		if lo != i {
+			t.Fatalf("table at %d not aligned (run starts at %d)", i, lo)
+		}
+		for j := lo; j < lo+n; j++ {
+			if d.tables[j] != tb {
+				t.Fatalf("run of table at %d broken at %d", i, j)
+			}
+		}
+		if i+n < len(d.tables) && d.tables[i+n] == tb {
+			t.Fatalf("table at %d runs past its span", i)
+		}
+		if len(tb.slots)&(len(tb.slots)-1) != 0 || 8*tb.used > 7*len(tb.slots) {
+			t.Fatalf("table of %d slots holds %d", len(tb.slots), tb.used)
+		}
+		used := 0
+		for k, s := range tb.slots {
+			if s.hash == 0 {
+				continue
+			}
+			used++
+			if d.index(s.hash)&^(n-1) != lo {
+				t.Fatalf("hash %x in the table at %d", s.hash, lo)
+			}
+			if k > 0 && tb.slots[k-1].hash != 0 && tb.dist(s.hash, uint64(k)) > tb.dist(tb.slots[k-1].hash, uint64(k-1))+1 {
+				t.Fatalf("slot %d is %d from home after a slot %d from home", k, tb.dist(s.hash, uint64(k)), tb.dist(tb.slots[k-1].hash, uint64(k-1)))
+			}
+			if got := tb.find(s.hash, s.key); got != k {
+				t.Fatalf("key %q at slot %d is found at %d", s.key, k, got)
+			}
+		}
+		if used != tb.used {
+			t.Fatalf("table counts %d, holds %d", tb.used, used)
+		}
+		count += used
+		i += n
+	}
 	if count != m.size {
 		t.Fatalf("counted %d entries, Len %d", count, m.size)
 	}
@@ -336,5 +341,38 @@ func TestAppendValuesOf(t *testing.T) {
 		if len(AppendValuesOf(nil, Map[int]{}, keys)) != 0 || len(AppendValuesOf(nil, m, Map[bool]{})) != 0 {
 			t.Fatal("empty maps yield values")
 		}
+	}
+}
+
+// TestDegenerateSplitsGrowTheTable covers full tables whose keys all agree
+// on the next hash bit, where splitting would leave one half empty: equal
+// hashes, and distinct hashes that agree on every top bit.
+func TestDegenerateSplitsGrowTheTable(t *testing.T) {
+	for name, h := range map[string]func(string) uint64{
+		"equal":       func(string) uint64 { return 42 },
+		"low-bits":    func(k string) uint64 { n, _ := strconv.Atoi(k); return uint64(n) + 1 },
+		"top-bit-set": func(k string) uint64 { n, _ := strconv.Atoi(k); return 1<<63 | uint64(n) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			withHash(t, h)
+			var m Map[int]
+			want := map[string]int{}
+			e := NewEpoch()
+			for i := 0; i < 3*maxSlots; i++ {
+				m.Set(e, strconv.Itoa(i), i)
+				want[strconv.Itoa(i)] = i
+			}
+			snapshot := m
+			snapWant := maps.Clone(want)
+			e = NewEpoch()
+			for i := 0; i < 3*maxSlots; i += 2 {
+				m.Delete(e, strconv.Itoa(i))
+				delete(want, strconv.Itoa(i))
+			}
+			checkInvariants(t, m)
+			checkSame(t, m, want)
+			checkInvariants(t, snapshot)
+			checkSame(t, snapshot, snapWant)
+		})
 	}
 }
