@@ -52,7 +52,7 @@ func report(name string, ours, theirs testing.BenchmarkResult) {
 		if t != 0 {
 			ratio = fmt.Sprintf("%.3fx", o/t)
 		}
-		fmt.Printf("%-48s %-14s %14.1f %14.1f %9s\n", name, metric, o, t, ratio)
+		fmt.Printf("%-48s %-14s %14s %14s %9s\n", name, metric, number(o), number(t), ratio)
 	}
 	row("ns/op", float64(ours.NsPerOp()), float64(theirs.NsPerOp()))
 	row("allocs/op", float64(ours.AllocsPerOp()), float64(theirs.AllocsPerOp()))
@@ -65,4 +65,13 @@ func report(name string, ours, theirs testing.BenchmarkResult) {
 	for _, k := range keys {
 		row(k, ours.Extra[k], theirs.Extra[k])
 	}
+}
+
+// number prints large values with one decimal and small ones, such as
+// ratios reported as metrics, with three.
+func number(v float64) string {
+	if v < 100 {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
 }
