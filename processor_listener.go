@@ -32,9 +32,6 @@ const (
 	defaultSlowHandlerThreshold = 10 * time.Second
 	// slowHandlerWarnInterval rate-limits the lagging-handler warning per handler.
 	slowHandlerWarnInterval = time.Minute
-	// ringShrinkCapacity: an emptied ring larger than this gives its memory
-	// back, so one burst does not pin a large buffer forever.
-	ringShrinkCapacity = 4096
 )
 
 // HandlerMetricsProvider builds the per-handler lag metrics of shared
@@ -108,50 +105,58 @@ type notification struct {
 	enqueued time.Duration
 }
 
-// notificationRing is a FIFO of notifications in a power-of-two circular
-// buffer that doubles when full and is dropped when emptied while large.
+// notificationRing is a FIFO of notifications in a chain of fixed-size
+// blocks. A lagging handler's backlog grows a block at a time, so nothing is
+// ever copied or zeroed twice, and consumed blocks are freed as the handler
+// catches up; one emptied block is kept for reuse, so a handler that keeps
+// up allocates nothing.
 type notificationRing struct {
-	buf  []notification
-	head int
-	n    int
+	head, tail *ringBlock
+	// first is the index of the oldest notification in head, next the
+	// free index in tail.
+	first, next int
+	n           int
+}
+
+// ringBlockSize notifications (48 bytes each) fill one block.
+const ringBlockSize = 128
+
+type ringBlock struct {
+	items [ringBlockSize]notification
+	next  *ringBlock
 }
 
 func (r *notificationRing) len() int { return r.n }
 
 func (r *notificationRing) push(x notification) {
-	if r.n == len(r.buf) {
-		r.grow(r.n + 1)
+	switch {
+	case r.tail == nil:
+		r.head = &ringBlock{}
+		r.tail = r.head
+	case r.next == ringBlockSize:
+		r.tail.next = &ringBlock{}
+		r.tail, r.next = r.tail.next, 0
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = x
+	r.tail.items[r.next] = x
+	r.next++
 	r.n++
-}
-
-// grow makes room for at least size notifications.
-func (r *notificationRing) grow(size int) {
-	c := max(len(r.buf), 16)
-	for c < size {
-		c *= 2
-	}
-	if c == len(r.buf) {
-		return
-	}
-	buf := make([]notification, c)
-	for i := 0; i < r.n; i++ {
-		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-	}
-	r.buf, r.head = buf, 0
 }
 
 func (r *notificationRing) pop() (notification, bool) {
 	if r.n == 0 {
 		return notification{}, false
 	}
-	x := r.buf[r.head]
-	r.buf[r.head] = notification{} // drop references for the GC
-	r.head = (r.head + 1) & (len(r.buf) - 1)
+	x := r.head.items[r.first]
+	r.head.items[r.first] = notification{} // drop references for the GC
+	r.first++
 	r.n--
-	if r.n == 0 && len(r.buf) > ringShrinkCapacity {
-		*r = notificationRing{}
+	switch {
+	case r.n == 0:
+		// Keep one block, rewound, for the next push.
+		r.head.next = nil
+		r.tail, r.first, r.next = r.head, 0, 0
+	case r.first == ringBlockSize:
+		r.head, r.first = r.head.next, 0
 	}
 	return x, true
 }
@@ -160,7 +165,7 @@ func (r *notificationRing) peek() *notification {
 	if r.n == 0 {
 		return nil
 	}
-	return &r.buf[r.head]
+	return &r.head.items[r.first]
 }
 
 // handlerSyncTracker is a registration's sync state: synced once the
@@ -619,9 +624,6 @@ func (p *sharedProcessor) addListener(l *processorListener, initial []interface{
 	p.listeners = append(p.listeners, l)
 	if len(initial) > 0 {
 		now := p.cfg.clock.Since(p.cfg.epoch)
-		l.mu.Lock()
-		l.pending.grow(len(initial))
-		l.mu.Unlock()
 		for _, obj := range initial {
 			l.add(notification{kind: addNotification, newObj: obj, initial: true}, now)
 		}

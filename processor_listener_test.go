@@ -518,6 +518,7 @@ func TestNotificationRingGrowsAndShrinks(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 5000; i++ {
 			r.push(notification{newObj: i})
+			require.Equal(t, 0, r.peek().newObj)
 		}
 		for i := 0; i < 5000; i++ {
 			n, ok := r.pop()
@@ -526,16 +527,26 @@ func TestNotificationRingGrowsAndShrinks(t *testing.T) {
 		}
 		_, ok := r.pop()
 		assert.False(t, ok)
-		assert.Nil(t, r.buf, "large emptied ring is released")
+		assert.Nil(t, r.peek())
+		assert.Same(t, r.head, r.tail, "an emptied ring keeps one block")
+		assert.Nil(t, r.head.next, "an emptied ring releases the rest")
 	}
-	for i := 0; i < 40; i++ { // wrap around without growing past 64
+	first := r.head
+	for i := 0; i < 3*ringBlockSize; i++ { // a handler that keeps up reuses its block
+		r.push(notification{newObj: i})
+		n, ok := r.pop()
+		require.True(t, ok)
+		require.Equal(t, i, n.newObj)
+	}
+	assert.Same(t, first, r.head)
+	for i := 0; i < 40; i++ {
 		r.push(notification{newObj: i})
 		if i%2 == 1 {
 			r.pop()
 		}
 	}
 	assert.Equal(t, 20, r.len())
-	assert.Equal(t, 32, len(r.buf))
+	assert.Equal(t, 20, r.peek().newObj)
 }
 
 func TestRemoveListenerErrorsAndIdempotence(t *testing.T) {
