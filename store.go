@@ -184,7 +184,7 @@ func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) 
 // wins.
 func (c *cache) Replace(list []interface{}, rv string) error {
 	e := hashmap.NewEpoch()
-	var items hashmap.Map[any]
+	items := hashmap.Sized[any](e, len(list))
 	for _, obj := range list {
 		key, obj, err := c.prepare(obj)
 		if err != nil {

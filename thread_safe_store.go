@@ -431,7 +431,7 @@ func (s *threadSafeMap) membersValues(pick func() (keySet, error)) ([]interface{
 // logged (client-go panics).
 func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion string) {
 	e := hashmap.NewEpoch()
-	var m hashmap.Map[any]
+	m := hashmap.Sized[any](e, len(items))
 	for key, obj := range items {
 		m.Set(e, key, obj)
 	}

@@ -190,6 +190,23 @@ type Map[V any] struct {
 	size int
 }
 
+// Sized returns an empty map, owned by e, laid out for about n keys, so that
+// filling it neither doubles tables one step at a time nor splits them: the
+// garbage and rehashing of growth are skipped when the size is known, as it
+// is for a store's Replace.
+func Sized[V any](e Epoch, n int) Map[V] {
+	var depth uint8
+	for n>>depth > maxSlots*5/8 {
+		depth++
+	}
+	d := &directory[V]{epoch: e, depth: depth, tables: make([]*table[V], 1<<depth)}
+	slots := slotsFor(n >> depth)
+	for i := range d.tables {
+		d.tables[i] = newTable[V](e, depth, slots)
+	}
+	return Map[V]{dir: d}
+}
+
 // Len returns the number of keys.
 func (m Map[V]) Len() int { return m.size }
 

@@ -376,3 +376,42 @@ func TestDegenerateSplitsGrowTheTable(t *testing.T) {
 		})
 	}
 }
+
+func TestSizedMapFillsWithoutGrowing(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 200, 5000, 40000} {
+		e := NewEpoch()
+		m := Sized[int](e, n)
+		checkInvariants(t, m)
+		tables := map[*table[int]]bool{}
+		for _, tb := range m.dir.tables {
+			tables[tb] = true
+		}
+		want := map[string]int{}
+		for i := 0; i < n; i++ {
+			k := "ns/pod-" + strconv.Itoa(i)
+			m.Set(e, k, i)
+			want[k] = i
+		}
+		checkInvariants(t, m)
+		checkSame(t, m, want)
+		grown := 0
+		for _, tb := range m.dir.tables {
+			if !tables[tb] {
+				grown++
+			}
+		}
+		if grown > len(tables)/10 {
+			t.Errorf("n=%d: %d of %d tables were replaced while filling", n, grown, len(tables))
+		}
+		snapshot := m
+		wantSnap := maps.Clone(want)
+		e = NewEpoch()
+		for i := 0; i < n; i += 2 {
+			m.Delete(e, "ns/pod-"+strconv.Itoa(i))
+			delete(want, "ns/pod-"+strconv.Itoa(i))
+		}
+		checkInvariants(t, m)
+		checkSame(t, m, want)
+		checkSame(t, snapshot, wantSnap)
+	}
+}
