@@ -544,3 +544,23 @@ func TestReflectorMissingPartsAreErrors(t *testing.T) {
 	assert.EqualError(t, NewReflector(nil, nil, newReflectorTestStore(), 0).ListAndWatchWithContext(context.Background()), "reflector has no ListerWatcher")
 	assert.EqualError(t, NewReflector(&ListWatch{}, nil, nil, 0).ListAndWatchWithContext(context.Background()), "reflector has no store")
 }
+
+// TestF10_ListItemsAreCopiedOutOfTheList checks that the objects a LIST
+// hands to the store are copies, not pointers into the list's Items array:
+// a ListerWatcher that reuses or edits the list it returned (as test fakes
+// do) cannot change the cache, and one retained object cannot pin the whole
+// list in memory. client-go does the same; this copy is most of the time a
+// LIST-path sync takes.
+func TestF10_ListItemsAreCopiedOutOfTheList(t *testing.T) {
+	list := reflectorPodList("5", "", newTestPod("ns", "a", "1"), newTestPod("ns", "b", "2"))
+	store := newReflectorTestStore()
+	runOurReflector(t, reflectorRunConfig{noWL: true, store: store}, listStep(list, nil), watchStep(nil))
+	require.Len(t, store.items, 2)
+	for i := range list.Items {
+		stored := store.items["ns/"+list.Items[i].Name].(*v1.Pod)
+		assert.NotSame(t, &list.Items[i], stored, "stored object points into the list")
+		assert.Equal(t, list.Items[i], *stored)
+	}
+	list.Items[0].ResourceVersion = "99"
+	assert.Equal(t, "1", store.items["ns/a"].(*v1.Pod).ResourceVersion, "editing the returned list changed the cache")
+}
