@@ -442,10 +442,21 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 		}
 		return fmt.Errorf("not all items in the batch successfully processed: %s", txnErr.Error())
 	}
+	if b, ok := a.handler.(batchNotifier); ok {
+		b.notifyBatch(notes)
+		return nil
+	}
 	for _, n := range notes {
 		a.notify(n)
 	}
 	return nil
+}
+
+// batchNotifier is a handler that takes a batch's notifications at once:
+// the informer's fan-out, which then hands each listener the whole batch
+// under one lock.
+type batchNotifier interface {
+	notifyBatch([]notification)
 }
 
 // lookupKeyed fills in t's key and returns the object stored under it. ok

@@ -32,6 +32,9 @@ const (
 	defaultSlowHandlerThreshold = 10 * time.Second
 	// slowHandlerWarnInterval rate-limits the lagging-handler warning per handler.
 	slowHandlerWarnInterval = time.Minute
+	// initialAddChunk is how many initial adds for a late handler are
+	// queued under one lock.
+	initialAddChunk = 1024
 )
 
 // HandlerMetricsProvider builds the per-handler lag metrics of shared
@@ -284,13 +287,36 @@ func (l *processorListener) HasSyncedChecker() DoneChecker { return l.synced }
 // ShutdownChan is closed once the handler will not be called any more.
 func (l *processorListener) ShutdownChan() <-chan struct{} { return l.finished }
 
-// add queues n for the handler; now is its distribution time.
-func (l *processorListener) add(n notification, now time.Duration) {
+// add queues ns for the handler, in order, under one lock: a batch costs
+// the handler's goroutine one contended lock, not one per notification. A
+// notification marked in sync (a resync) is queued only if the handler is
+// due for one; sync may be nil. now is the distribution time.
+func (l *processorListener) add(ns []notification, sync []bool, now time.Duration) {
 	l.mu.Lock()
 	if l.removed {
 		l.mu.Unlock()
 		return
 	}
+	wasIdle := l.pending.len() == 0
+	for i, n := range ns {
+		if sync != nil && sync[i] && !l.syncing {
+			continue
+		}
+		l.queueLocked(n, now)
+	}
+	// Only a listener that may be idle needs waking: one whose ring just
+	// became non-empty, or one with a collapsed backlog to resolve.
+	wake := (wasIdle && l.pending.len() > 0) || l.overflow != nil
+	l.mu.Unlock()
+	if wake {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (l *processorListener) queueLocked(n notification, now time.Duration) {
 	if n.kind == addNotification && n.initial {
 		n.tracked = true
 		l.synced.start()
@@ -305,16 +331,6 @@ func (l *processorListener) add(n notification, now time.Duration) {
 	default:
 		l.pending.push(n)
 		l.observeLag(now)
-	}
-	// Only a listener that may be idle needs waking: one whose ring just
-	// became non-empty, or one with a collapsed backlog to resolve.
-	wake := l.pending.len() == 1 || l.overflow != nil
-	l.mu.Unlock()
-	if wake {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
 	}
 }
 
@@ -624,8 +640,13 @@ func (p *sharedProcessor) addListener(l *processorListener, initial []interface{
 	p.listeners = append(p.listeners, l)
 	if len(initial) > 0 {
 		now := p.cfg.clock.Since(p.cfg.epoch)
-		for _, obj := range initial {
-			l.add(notification{kind: addNotification, newObj: obj, initial: true}, now)
+		chunk := make([]notification, 0, min(len(initial), initialAddChunk))
+		for i, obj := range initial {
+			chunk = append(chunk, notification{kind: addNotification, newObj: obj, initial: true})
+			if len(chunk) == cap(chunk) || i == len(initial)-1 {
+				l.add(chunk, nil, now)
+				chunk = chunk[:0]
+			}
 		}
 	}
 	if p.synced {
@@ -672,8 +693,10 @@ func (p *sharedProcessor) removeListener(handle ResourceEventHandlerRegistration
 // handle, verbs included; a variable keeps vet from flagging the %t.
 var invalidHandleFormat = "invalid key type %t"
 
-// distribute queues n for every listener (only the syncing ones if isSync).
-func (p *sharedProcessor) distribute(n notification, isSync bool) {
+// distribute queues ns, in order, for every listener; a notification
+// marked in sync (a resync) only for the listeners due for one. sync may be
+// nil.
+func (p *sharedProcessor) distribute(ns []notification, sync []bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if len(p.listeners) == 0 {
@@ -681,10 +704,14 @@ func (p *sharedProcessor) distribute(n notification, isSync bool) {
 	}
 	now := p.cfg.clock.Since(p.cfg.epoch)
 	for _, l := range p.listeners {
-		if !isSync || l.syncing {
-			l.add(n, now)
-		}
+		l.add(ns, sync, now)
 	}
+}
+
+// distributeOne is distribute for a single notification.
+func (p *sharedProcessor) distributeOne(n notification, isSync bool) {
+	ns, sync := [1]notification{n}, [1]bool{isSync}
+	p.distribute(ns[:], sync[:])
 }
 
 // markSynced tells every listener, now and future, that the informer synced.

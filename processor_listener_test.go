@@ -106,9 +106,9 @@ func (p *listenerTestProcessor) upsert(obj interface{}) {
 	old, exists, _ := p.store.Get(obj)
 	_ = p.store.Add(obj)
 	if exists {
-		p.distribute(notification{kind: updateNotification, oldObj: old, newObj: obj}, false)
+		p.distributeOne(notification{kind: updateNotification, oldObj: old, newObj: obj}, false)
 	} else {
-		p.distribute(notification{kind: addNotification, newObj: obj}, false)
+		p.distributeOne(notification{kind: addNotification, newObj: obj}, false)
 	}
 }
 
@@ -116,7 +116,7 @@ func (p *listenerTestProcessor) remove(obj interface{}) {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 	_ = p.store.Delete(obj)
-	p.distribute(notification{kind: deleteNotification, oldObj: obj}, false)
+	p.distributeOne(notification{kind: deleteNotification, oldObj: obj}, false)
 }
 
 func (p *listenerTestProcessor) start() (stop func()) {
@@ -174,7 +174,7 @@ func TestP1_OneGoroutinePerListener(t *testing.T) {
 func TestP3_DistributeBeforeStartIsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newListenerTestProcessor(0)
-		p.distribute(notification{kind: addNotification, newObj: newTestPod("ns", "x", "1")}, false) // no listeners: dropped
+		p.distributeOne(notification{kind: addNotification, newObj: newTestPod("ns", "x", "1")}, false) // no listeners: dropped
 		r := &listenerTestRecorder{}
 		p.listen(r)
 		p.upsert(newTestPod("ns", "a", "1"))
@@ -273,11 +273,11 @@ func TestI16_SyncNotificationsOnlyReachSyncingListeners(t *testing.T) {
 		done := make(chan struct{})
 		go func() { p.run(stop); close(done) }()
 		pod := newTestPod("ns", "a", "1")
-		p.distribute(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
+		p.distributeOne(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
 		time.Sleep(time.Second)
 		p.shouldResync()
-		p.distribute(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
-		p.distribute(notification{kind: deleteNotification, oldObj: pod}, false)
+		p.distributeOne(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
+		p.distributeOne(notification{kind: deleteNotification, oldObj: pod}, false)
 		synctest.Wait()
 		assert.Equal(t, []string{"update ns/a@1->ns/a@1", "update ns/a@1->ns/a@1", "delete ns/a@1"}, resyncing.got())
 		assert.Equal(t, []string{"update ns/a@1->ns/a@1", "delete ns/a@1"}, quiet.got(), "initially syncing, later only non-sync")

@@ -431,25 +431,49 @@ type informerFanout struct{ s *sharedIndexInformer }
 
 func (f informerFanout) OnAdd(obj interface{}, isInInitialList bool) {
 	f.s.mutationDetector.AddObject(obj)
-	f.s.processor.distribute(notification{kind: addNotification, newObj: obj, initial: isInInitialList}, false)
+	f.s.processor.distributeOne(notification{kind: addNotification, newObj: obj, initial: isInInitialList}, false)
 }
 
 // OnUpdate marks an update that did not change the resource version (a
 // resync, or an unchanged object in a relist) as a sync notification, which
 // only handlers due for a resync receive.
 func (f informerFanout) OnUpdate(oldObj, newObj interface{}) {
-	isSync := false
-	if n, err := accessor(newObj); err == nil {
-		if o, err := accessor(oldObj); err == nil {
-			isSync = n.GetResourceVersion() == o.GetResourceVersion()
-		}
-	}
 	f.s.mutationDetector.AddObject(newObj)
-	f.s.processor.distribute(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj}, isSync)
+	f.s.processor.distributeOne(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj}, isSyncUpdate(oldObj, newObj))
 }
 
 func (f informerFanout) OnDelete(obj interface{}) {
-	f.s.processor.distribute(notification{kind: deleteNotification, oldObj: obj}, false)
+	f.s.processor.distributeOne(notification{kind: deleteNotification, oldObj: obj}, false)
+}
+
+// notifyBatch distributes the notifications of one batch of deltas, in
+// order, handing each listener the whole batch at once.
+func (f informerFanout) notifyBatch(ns []notification) {
+	var sync []bool
+	for i := range ns {
+		n := &ns[i]
+		if n.kind == deleteNotification {
+			continue
+		}
+		f.s.mutationDetector.AddObject(n.newObj)
+		if n.kind == updateNotification && isSyncUpdate(n.oldObj, n.newObj) {
+			if sync == nil {
+				sync = make([]bool, len(ns))
+			}
+			sync[i] = true
+		}
+	}
+	f.s.processor.distribute(ns, sync)
+}
+
+// isSyncUpdate reports an update that did not change the resource version.
+func isSyncUpdate(oldObj, newObj interface{}) bool {
+	n, err := accessor(newObj)
+	if err != nil {
+		return false
+	}
+	o, err := accessor(oldObj)
+	return err == nil && n.GetResourceVersion() == o.GetResourceVersion()
 }
 
 // informerControllerView is what GetController returns.
