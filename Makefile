@@ -36,7 +36,7 @@ integration:
 	cd integration && $(GO) test -race -count=1 -timeout 30m ./...
 
 ## integration-lint: vet and staticcheck for the integration module (a second,
-## non-race build of the API server: slow when cold, so not part of CI).
+## non-race type-check of the API server: a few minutes when cold).
 integration-lint:
 	cd integration && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
