@@ -338,6 +338,9 @@ func (a deltaApplier) write(obj interface{}) (old interface{}, existed bool, err
 // gone, then an update or add per listed object in list order. The store is
 // replaced first so that handlers already read the new state.
 func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
+	if own, ok := a.store.(*cache); ok {
+		return a.replaceAllKeyed(own, info, isInInitialList)
+	}
 	listed := make(map[string]struct{}, len(info.Objects))
 	for _, obj := range info.Objects {
 		key, err := a.keyFunc(obj)
@@ -379,6 +382,64 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 	}
 	return nil
 }
+
+// replaceAllKeyed is replaceAll for this package's store: each key is
+// computed once, and what was stored before (for tombstones and for add
+// versus update) is read from the replaced content after the swap instead
+// of looked up key by key beforehand.
+func (a deltaApplier) replaceAllKeyed(own *cache, info ReplacedAllInfo, isInInitialList bool) error {
+	keys := make([]string, len(info.Objects))
+	for i, obj := range info.Objects {
+		key, err := own.keyOf(obj)
+		if err != nil {
+			return err
+		}
+		keys[i] = key
+	}
+	before, after, err := own.replaceKeyed(keys, info.Objects, info.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	notes := make([]notification, 0, len(info.Objects))
+	if before.Len() > 0 {
+		before.Range(func(key string, old interface{}) bool {
+			if _, listed := after.Get(key); !listed {
+				notes = append(notes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: key, Obj: old}})
+			}
+			return true
+		})
+	}
+	for i, obj := range info.Objects {
+		if old, existed := before.Get(keys[i]); existed {
+			notes = append(notes, notification{kind: updateNotification, oldObj: old, newObj: obj})
+		} else {
+			notes = append(notes, notification{kind: addNotification, newObj: obj, initial: isInInitialList})
+		}
+	}
+	a.notifyAll(notes)
+	return nil
+}
+
+// notifyAll hands notes to the handler in order: to the informer's fan-out
+// a chunk at a time, so that no listener's lock is held for a whole relist.
+func (a deltaApplier) notifyAll(notes []notification) {
+	b, ok := a.handler.(batchNotifier)
+	if !ok {
+		for _, n := range notes {
+			a.notify(n)
+		}
+		return
+	}
+	for len(notes) > 0 {
+		chunk := notes[:min(len(notes), notifyChunk)]
+		b.notifyBatch(chunk)
+		notes = notes[len(chunk):]
+	}
+}
+
+// notifyChunk is how many notifications a relist hands each listener under
+// one lock.
+const notifyChunk = 1024
 
 // unbatchableFormat keeps client-go's capitalised error text.
 var unbatchableFormat = "Delta type %s is not supported in batch processing"
@@ -442,13 +503,7 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 		}
 		return fmt.Errorf("not all items in the batch successfully processed: %s", txnErr.Error())
 	}
-	if b, ok := a.handler.(batchNotifier); ok {
-		b.notifyBatch(notes)
-		return nil
-	}
-	for _, n := range notes {
-		a.notify(n)
-	}
+	a.notifyAll(notes)
 	return nil
 }
 

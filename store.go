@@ -183,16 +183,43 @@ func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) 
 // an error with the store unchanged. Of two objects with one key, the later
 // wins.
 func (c *cache) Replace(list []interface{}, rv string) error {
-	e := hashmap.NewEpoch()
-	items := hashmap.Sized[any](e, len(list))
-	for _, obj := range list {
-		key, obj, err := c.prepare(obj)
+	keys := make([]string, len(list))
+	for i, obj := range list {
+		key, err := c.keyOf(obj)
 		if err != nil {
 			return err
 		}
-		items.Set(e, key, obj)
+		keys[i] = key
 	}
-	return c.storage.replace(items, e, rv)
+	_, _, err := c.replaceKeyed(keys, list, rv)
+	return err
+}
+
+// replaceKeyed is Replace for objects whose keys (keys[i] for list[i]) the
+// caller computed with keyOf. It also returns the content it replaced and
+// the new one, both frozen, so the caller can compare them without the
+// lock.
+func (c *cache) replaceKeyed(keys []string, list []interface{}, rv string) (before, after hashmap.Map[any], err error) {
+	e := hashmap.NewEpoch()
+	items := hashmap.Sized[any](e, len(list))
+	objs := make([]interface{}, len(list))
+	unique := true
+	for i, obj := range list {
+		if objs[i], err = c.transform(obj); err != nil {
+			return before, after, err
+		}
+		if _, replaced := items.Set(e, keys[i], objs[i]); replaced {
+			unique = false
+		}
+	}
+	order := listOrder{keys, objs}
+	if !unique {
+		// An earlier object under a repeated key was overwritten and must
+		// not be indexed; walk the map instead.
+		order = listOrder{}
+	}
+	before, err = c.storage.replace(items, e, rv, order)
+	return before, items, err
 }
 
 // Resync does nothing.

@@ -435,55 +435,81 @@ func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion st
 	for key, obj := range items {
 		m.Set(e, key, obj)
 	}
-	if err := s.replace(m, e, resourceVersion); err != nil {
+	if _, err := s.replace(m, e, resourceVersion, listOrder{}); err != nil {
 		klog.TODO().Error(err, "Store not replaced")
 	}
 }
 
+// listOrder is the content of a Replace in the order it was listed, each
+// key once; its zero value means unknown.
+type listOrder struct {
+	keys []string
+	objs []interface{}
+}
+
 // replace makes items, built in epoch e and seen by no one else, the new
-// content. The indexes are built before the lock is taken (if the indexers
-// change meanwhile they are built again), so readers and writers are held
-// up only for the swap.
-func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string) error {
+// content, and returns the content it replaced. The indexes are built
+// before the lock is taken (if the indexers change meanwhile they are built
+// again), so readers and writers are held up only for the swap. Both the
+// old and the new content are frozen: the caller may read them freely.
+func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string, order listOrder) (hashmap.Map[any], error) {
 	for {
 		set := s.indexers.Load()
-		indexes, err := buildIndexes(set.names, set.fns, items, e)
+		indexes, err := buildIndexes(set.names, set.fns, items, e, order)
 		if err != nil {
-			return err
+			return hashmap.Map[any]{}, err
 		}
 		s.mu.Lock()
 		if s.indexers.Load() != set {
 			s.mu.Unlock()
 			continue
 		}
+		before := s.items
 		s.items, s.indexes, s.epoch = items, indexes, e
-		s.frozen = false
+		s.frozen = true
 		s.recordRVLocked(storeRV{rv: rv, set: true})
 		s.mu.Unlock()
-		return nil
+		return before, nil
 	}
 }
 
-// buildIndexes indexes every item with fns, in epoch e.
-func buildIndexes(names []string, fns []IndexFunc, items hashmap.Map[any], e hashmap.Epoch) ([]valueIndex, error) {
+// buildIndexes indexes every item with fns, in epoch e. Given the list
+// order, it walks the objects in the order they were listed (and, from a
+// LIST, allocated), which reads memory sequentially instead of in hash
+// order.
+func buildIndexes(names []string, fns []IndexFunc, items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
 	indexes := make([]valueIndex, len(fns))
-	var err error
-	items.Range(func(key string, obj interface{}) bool {
+	if len(fns) == 0 {
+		return indexes, nil
+	}
+	index := func(key string, obj interface{}) error {
 		if obj == nil {
-			return true
+			return nil
 		}
 		for i, fn := range fns {
-			vals, ferr := fn(obj)
-			if ferr != nil {
-				err = indexEntryError(key, names[i], ferr)
-				return false
+			vals, err := fn(obj)
+			if err != nil {
+				return indexEntryError(key, names[i], err)
 			}
 			for _, v := range vals {
 				members, _ := indexes[i].Ref(e, v)
 				members.Set(e, key, struct{}{})
 			}
 		}
-		return true
+		return nil
+	}
+	if order.keys != nil {
+		for i, key := range order.keys {
+			if err := index(key, order.objs[i]); err != nil {
+				return indexes, err
+			}
+		}
+		return indexes, nil
+	}
+	var err error
+	items.Range(func(key string, obj interface{}) bool {
+		err = index(key, obj)
+		return err == nil
 	})
 	return indexes, err
 }
@@ -615,7 +641,7 @@ func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
 		return fmt.Errorf("indexer conflict: %v", common)
 	}
 	next := cur.with(newIndexers)
-	added, err := buildIndexes(next.names[len(cur.names):], next.fns[len(cur.fns):], s.items, s.epoch)
+	added, err := buildIndexes(next.names[len(cur.names):], next.fns[len(cur.fns):], s.items, s.epoch, listOrder{})
 	if err != nil {
 		return err
 	}
