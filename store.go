@@ -86,16 +86,6 @@ func (c *cache) keyOf(obj interface{}) (string, error) {
 	return key, nil
 }
 
-// prepare returns obj's key and the object to store.
-func (c *cache) prepare(obj interface{}) (string, interface{}, error) {
-	key, err := c.keyOf(obj)
-	if err != nil {
-		return "", nil, err
-	}
-	obj, err = c.transform(obj)
-	return key, obj, err
-}
-
 // transform applies the store's transformer, if any.
 func (c *cache) transform(obj interface{}) (interface{}, error) {
 	if c.transformer == nil {
