@@ -482,18 +482,34 @@ func buildIndexes(names []string, fns []IndexFunc, items hashmap.Map[any], e has
 	if len(fns) == 0 {
 		return indexes, nil
 	}
+	byNamespace := make([]bool, len(fns))
+	for i, fn := range fns {
+		byNamespace[i] = isMetaNamespaceIndexFunc(fn)
+	}
+	add := func(i int, value, key string) {
+		members, _ := indexes[i].Ref(e, value)
+		members.Set(e, key, struct{}{})
+	}
 	index := func(key string, obj interface{}) error {
 		if obj == nil {
 			return nil
 		}
 		for i, fn := range fns {
+			if byNamespace[i] {
+				// The namespace is read in place: no slice per object.
+				m, err := accessor(obj)
+				if err != nil {
+					return indexEntryError(key, names[i], err)
+				}
+				add(i, m.GetNamespace(), key)
+				continue
+			}
 			vals, err := fn(obj)
 			if err != nil {
 				return indexEntryError(key, names[i], err)
 			}
 			for _, v := range vals {
-				members, _ := indexes[i].Ref(e, v)
-				members.Set(e, key, struct{}{})
+				add(i, v, key)
 			}
 		}
 		return nil

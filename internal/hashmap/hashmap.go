@@ -200,7 +200,12 @@ func Sized[V any](e Epoch, n int) Map[V] {
 		depth++
 	}
 	d := &directory[V]{epoch: e, depth: depth, tables: make([]*table[V], 1<<depth)}
-	slots := slotsFor(n >> depth)
+	// Four fifths full on average: the few tables that draw more keys than
+	// that grow on their own.
+	slots := minSlots
+	for 5*(n>>depth) > 4*slots {
+		slots *= 2
+	}
 	for i := range d.tables {
 		d.tables[i] = newTable[V](e, depth, slots)
 	}
