@@ -476,58 +476,95 @@ func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv stri
 // buildIndexes indexes every item with fns, in epoch e. Given the list
 // order, it walks the objects in the order they were listed (and, from a
 // LIST, allocated), which reads memory sequentially instead of in hash
-// order.
+// order. Each index's entries are collected and counted first, so that
+// every key set is laid out once for its final size.
 func buildIndexes(names []string, fns []IndexFunc, items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
-	indexes := make([]valueIndex, len(fns))
-	if len(fns) == 0 {
-		return indexes, nil
-	}
-	byNamespace := make([]bool, len(fns))
-	for i, fn := range fns {
-		byNamespace[i] = isMetaNamespaceIndexFunc(fn)
-	}
-	add := func(i int, value, key string) {
-		members, _ := indexes[i].Ref(e, value)
-		members.Set(e, key, struct{}{})
-	}
-	index := func(key string, obj interface{}) error {
-		if obj == nil {
-			return nil
-		}
-		for i, fn := range fns {
-			if byNamespace[i] {
-				// The namespace is read in place: no slice per object.
-				m, err := accessor(obj)
-				if err != nil {
-					return indexEntryError(key, names[i], err)
-				}
-				add(i, m.GetNamespace(), key)
-				continue
-			}
-			vals, err := fn(obj)
-			if err != nil {
-				return indexEntryError(key, names[i], err)
-			}
-			for _, v := range vals {
-				add(i, v, key)
-			}
-		}
-		return nil
-	}
+	b := newIndexBuilder(names, fns, items.Len())
 	if order.keys != nil {
 		for i, key := range order.keys {
-			if err := index(key, order.objs[i]); err != nil {
-				return indexes, err
+			if err := b.collect(key, order.objs[i]); err != nil {
+				return nil, err
 			}
 		}
-		return indexes, nil
+		return b.build(e), nil
 	}
 	var err error
 	items.Range(func(key string, obj interface{}) bool {
-		err = index(key, obj)
+		err = b.collect(key, obj)
 		return err == nil
 	})
-	return indexes, err
+	if err != nil {
+		return nil, err
+	}
+	return b.build(e), nil
+}
+
+// indexBuilder gathers the entries of new indexes before building them.
+type indexBuilder struct {
+	names       []string
+	fns         []IndexFunc
+	byNamespace []bool
+	entries     [][]indexEntry
+	counts      []map[string]int
+}
+
+type indexEntry struct{ value, key string }
+
+func newIndexBuilder(names []string, fns []IndexFunc, size int) *indexBuilder {
+	b := &indexBuilder{names: names, fns: fns, byNamespace: make([]bool, len(fns)),
+		entries: make([][]indexEntry, len(fns)), counts: make([]map[string]int, len(fns))}
+	for i, fn := range fns {
+		b.byNamespace[i] = isMetaNamespaceIndexFunc(fn)
+		b.entries[i] = make([]indexEntry, 0, size)
+		b.counts[i] = map[string]int{}
+	}
+	return b
+}
+
+// collect records obj's entries in every index.
+func (b *indexBuilder) collect(key string, obj interface{}) error {
+	if obj == nil {
+		return nil
+	}
+	for i, fn := range b.fns {
+		if b.byNamespace[i] {
+			// The namespace is read in place: no slice per object.
+			m, err := accessor(obj)
+			if err != nil {
+				return indexEntryError(key, b.names[i], err)
+			}
+			b.record(i, m.GetNamespace(), key)
+			continue
+		}
+		vals, err := fn(obj)
+		if err != nil {
+			return indexEntryError(key, b.names[i], err)
+		}
+		for _, v := range vals {
+			b.record(i, v, key)
+		}
+	}
+	return nil
+}
+
+func (b *indexBuilder) record(i int, value, key string) {
+	b.entries[i] = append(b.entries[i], indexEntry{value, key})
+	b.counts[i][value]++
+}
+
+// build makes the indexes, each key set sized for its entries.
+func (b *indexBuilder) build(e hashmap.Epoch) []valueIndex {
+	indexes := make([]valueIndex, len(b.fns))
+	for i := range indexes {
+		indexes[i] = hashmap.Sized[keySet](e, len(b.counts[i]))
+		for value, n := range b.counts[i] {
+			indexes[i].Set(e, value, hashmap.Sized[struct{}](e, n))
+		}
+		for _, en := range b.entries[i] {
+			indexes[i].Existing(e, en.value).Set(e, en.key, struct{}{})
+		}
+	}
+	return indexes
 }
 
 // Index returns the stored objects that share any of obj's values in the
