@@ -32,6 +32,11 @@ const (
 	// maxSlots is the size past which a full table splits instead of
 	// doubling. It bounds what the first write after a snapshot copies.
 	maxSlots = 256
+	// maxDepth bounds the directory (1<<maxDepth entries, 8 MB). Seeded
+	// hashes reach it only past a hundred million keys; past it tables
+	// grow instead of splitting, so a skewed hash function costs speed,
+	// not unbounded memory.
+	maxDepth = 20
 )
 
 // full reports whether a table of n slots holding used entries has no room
@@ -196,7 +201,7 @@ type Map[V any] struct {
 // is for a store's Replace.
 func Sized[V any](e Epoch, n int) Map[V] {
 	var depth uint8
-	for n>>depth > maxSlots*5/8 {
+	for n>>depth > maxSlots*5/8 && depth < maxDepth {
 		depth++
 	}
 	d := &directory[V]{epoch: e, depth: depth, tables: make([]*table[V], 1<<depth)}
@@ -338,7 +343,7 @@ func (m *Map[V]) owned(e Epoch, i int) *table[V] {
 func (m *Map[V]) makeRoom(e Epoch, i int) {
 	d := m.ownedDir(e)
 	t := d.tables[i]
-	if len(t.slots) < maxSlots || t.depth == 64 {
+	if len(t.slots) < maxSlots || t.depth == maxDepth {
 		d.setSpan(i, t.rehashed(e, t.depth, 2*len(t.slots), nil))
 		return
 	}

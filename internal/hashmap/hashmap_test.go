@@ -220,6 +220,9 @@ func checkInvariants[V any](t testing.TB, m Map[V]) {
 		return
 	}
 	d := m.dir
+	if d.depth > maxDepth {
+		t.Fatalf("directory depth %d above %d", d.depth, maxDepth)
+	}
 	if len(d.tables) != 1<<d.depth {
 		t.Fatalf("directory of depth %d has %d entries", d.depth, len(d.tables))
 	}
@@ -414,4 +417,28 @@ func TestSizedMapFillsWithoutGrowing(t *testing.T) {
 		checkSame(t, m, want)
 		checkSame(t, snapshot, wantSnap)
 	}
+}
+
+// TestDirectoryDepthIsBounded inserts keys level by level, level L's
+// hashes having their top set bit at place L: each level fills the table
+// that the previous one left behind and splits it, doubling the directory,
+// until the bound stops it.
+func TestDirectoryDepthIsBounded(t *testing.T) {
+	const perLevel = 120
+	withHash(t, func(k string) uint64 {
+		n, _ := strconv.Atoi(k)
+		return 1<<63>>(n/perLevel) | uint64(n%perLevel+1)
+	})
+	var m Map[int]
+	want := map[string]int{}
+	e := NewEpoch()
+	for i := 0; i < (maxDepth+4)*perLevel; i++ {
+		m.Set(e, strconv.Itoa(i), i)
+		want[strconv.Itoa(i)] = i
+	}
+	if m.dir.depth != maxDepth {
+		t.Fatalf("directory depth %d, want the bound %d", m.dir.depth, maxDepth)
+	}
+	checkInvariants(t, m)
+	checkSame(t, m, want)
 }
