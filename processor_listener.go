@@ -304,6 +304,11 @@ func (l *processorListener) add(ns []notification, sync []bool, now time.Duratio
 		}
 		l.queueLocked(n, now)
 	}
+	// The lag is observed once per batch: every notification in it was
+	// distributed at the same moment.
+	if l.overflow == nil && l.pending.len() > 0 {
+		l.observeLag(now)
+	}
 	// Only a listener that may be idle needs waking: one whose ring just
 	// became non-empty, or one with a collapsed backlog to resolve.
 	wake := (wasIdle && l.pending.len() > 0) || l.overflow != nil
@@ -330,7 +335,6 @@ func (l *processorListener) queueLocked(n notification, now time.Duration) {
 		l.collapse(n)
 	default:
 		l.pending.push(n)
-		l.observeLag(now)
 	}
 }
 
