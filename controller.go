@@ -388,13 +388,9 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 // versus update) is read from the replaced content after the swap instead
 // of looked up key by key beforehand.
 func (a deltaApplier) replaceAllKeyed(own *cache, info ReplacedAllInfo, isInInitialList bool) error {
-	keys := make([]string, len(info.Objects))
-	for i, obj := range info.Objects {
-		key, err := own.keyOf(obj)
-		if err != nil {
-			return err
-		}
-		keys[i] = key
+	keys, err := own.keysOf(info.Objects)
+	if err != nil {
+		return err
 	}
 	before, after, err := own.replaceKeyed(keys, info.Objects, info.ResourceVersion)
 	if err != nil {
@@ -431,15 +427,11 @@ func (a deltaApplier) notifyAll(notes []notification) {
 		return
 	}
 	for len(notes) > 0 {
-		chunk := notes[:min(len(notes), notifyChunk)]
+		chunk := notes[:min(len(notes), notificationChunk)]
 		b.notifyBatch(chunk)
 		notes = notes[len(chunk):]
 	}
 }
-
-// notifyChunk is how many notifications a relist hands each listener under
-// one lock.
-const notifyChunk = 1024
 
 // unbatchableFormat keeps client-go's capitalised error text.
 var unbatchableFormat = "Delta type %s is not supported in batch processing"

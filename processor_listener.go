@@ -15,10 +15,11 @@ import (
 
 // How a shared informer hands notifications to its handlers.
 //
-// Every handler (processorListener) owns one goroutine and a growable ring
-// buffer guarded by a mutex. The informer appends to the ring and, only when
-// the ring was empty, pokes a 1-buffered channel; the goroutine drains the
-// ring and calls the handler one notification at a time. So a notification
+// Every handler (processorListener) owns one goroutine and a growable queue
+// guarded by a mutex. The informer appends to the queue (a whole batch under
+// one lock) and, only when the queue was empty, pokes a 1-buffered channel;
+// the goroutine drains the queue and calls the handler one notification at a
+// time. So a notification
 // costs no channel operation while the handler is busy and at most one when
 // it is idle, against client-go's three goroutines and two channel hops per
 // notification. Per handler, notifications arrive in distribution order;
@@ -32,9 +33,10 @@ const (
 	defaultSlowHandlerThreshold = 10 * time.Second
 	// slowHandlerWarnInterval rate-limits the lagging-handler warning per handler.
 	slowHandlerWarnInterval = time.Minute
-	// initialAddChunk is how many initial adds for a late handler are
-	// queued under one lock.
-	initialAddChunk = 1024
+	// notificationChunk is how many notifications a listener takes under
+	// one lock when many arrive at once (a relist, a late handler's initial
+	// adds), so that its handler is not kept waiting for the whole lot.
+	notificationChunk = 1024
 )
 
 // HandlerMetricsProvider builds the per-handler lag metrics of shared
@@ -96,7 +98,7 @@ const (
 )
 
 // notification is one handler call waiting to happen. Kept by value in the
-// ring, so distributing it allocates nothing.
+// queue, so distributing it allocates nothing.
 type notification struct {
 	oldObj, newObj interface{}
 	kind           notificationKind
@@ -108,36 +110,36 @@ type notification struct {
 	enqueued time.Duration
 }
 
-// notificationRing is a FIFO of notifications in a chain of fixed-size
+// notificationQueue is a FIFO of notifications in a chain of fixed-size
 // blocks. A lagging handler's backlog grows a block at a time, so nothing is
 // ever copied or zeroed twice, and consumed blocks are freed as the handler
 // catches up; one emptied block is kept for reuse, so a handler that keeps
 // up allocates nothing.
-type notificationRing struct {
-	head, tail *ringBlock
+type notificationQueue struct {
+	head, tail *notificationBlock
 	// first is the index of the oldest notification in head, next the
 	// free index in tail.
 	first, next int
 	n           int
 }
 
-// ringBlockSize notifications (48 bytes each) fill one block.
-const ringBlockSize = 128
+// notificationBlockSize notifications (48 bytes each) fill one block.
+const notificationBlockSize = 128
 
-type ringBlock struct {
-	items [ringBlockSize]notification
-	next  *ringBlock
+type notificationBlock struct {
+	items [notificationBlockSize]notification
+	next  *notificationBlock
 }
 
-func (r *notificationRing) len() int { return r.n }
+func (r *notificationQueue) len() int { return r.n }
 
-func (r *notificationRing) push(x notification) {
+func (r *notificationQueue) push(x notification) {
 	switch {
 	case r.tail == nil:
-		r.head = &ringBlock{}
+		r.head = &notificationBlock{}
 		r.tail = r.head
-	case r.next == ringBlockSize:
-		r.tail.next = &ringBlock{}
+	case r.next == notificationBlockSize:
+		r.tail.next = &notificationBlock{}
 		r.tail, r.next = r.tail.next, 0
 	}
 	r.tail.items[r.next] = x
@@ -145,7 +147,7 @@ func (r *notificationRing) push(x notification) {
 	r.n++
 }
 
-func (r *notificationRing) pop() (notification, bool) {
+func (r *notificationQueue) pop() (notification, bool) {
 	if r.n == 0 {
 		return notification{}, false
 	}
@@ -158,13 +160,13 @@ func (r *notificationRing) pop() (notification, bool) {
 		// Keep one block, rewound, for the next push.
 		r.head.next = nil
 		r.tail, r.first, r.next = r.head, 0, 0
-	case r.first == ringBlockSize:
+	case r.first == notificationBlockSize:
 		r.head, r.first = r.head.next, 0
 	}
 	return x, true
 }
 
-func (r *notificationRing) peek() *notification {
+func (r *notificationQueue) peek() *notification {
 	if r.n == 0 {
 		return nil
 	}
@@ -245,12 +247,12 @@ type processorListener struct {
 	syncing         bool
 	started         bool
 
-	wake     chan struct{} // 1-buffered "the ring became non-empty"
+	wake     chan struct{} // 1-buffered "the queue became non-empty"
 	stop     chan struct{} // closed once on removal or informer stop
 	finished chan struct{} // closed when run returns (or at removal if never run)
 
 	mu       sync.Mutex
-	pending  notificationRing
+	pending  notificationQueue
 	overflow *backlogOverflow // non-nil while the backlog is collapsed
 	removed  bool
 	// Rate limits for the two warnings, in processor time.
@@ -309,7 +311,7 @@ func (l *processorListener) add(ns []notification, sync []bool, now time.Duratio
 	if l.overflow == nil && l.pending.len() > 0 {
 		l.observeLag(now)
 	}
-	// Only a listener that may be idle needs waking: one whose ring just
+	// Only a listener that may be idle needs waking: one whose queue just
 	// became non-empty, or one with a collapsed backlog to resolve.
 	wake := (wasIdle && l.pending.len() > 0) || l.overflow != nil
 	l.mu.Unlock()
@@ -368,7 +370,7 @@ func (l *processorListener) collapse(n notification) {
 		ov.record(l, old)
 	}
 	ov.record(l, n)
-	l.pending = notificationRing{}
+	l.pending = notificationQueue{}
 	l.overflow = ov
 	l.metrics.collapses.Inc()
 	l.metrics.pending.Set(float64(len(ov.prior)))
@@ -508,7 +510,7 @@ func (l *processorListener) shutdown() {
 		return
 	}
 	l.removed = true
-	l.pending = notificationRing{}
+	l.pending = notificationQueue{}
 	l.overflow = nil
 	l.metrics.pending.Set(0)
 	l.metrics.oldestAge.Set(0)
@@ -644,7 +646,7 @@ func (p *sharedProcessor) addListener(l *processorListener, initial []interface{
 	p.listeners = append(p.listeners, l)
 	if len(initial) > 0 {
 		now := p.cfg.clock.Since(p.cfg.epoch)
-		chunk := make([]notification, 0, min(len(initial), initialAddChunk))
+		chunk := make([]notification, 0, min(len(initial), notificationChunk))
 		for i, obj := range initial {
 			chunk = append(chunk, notification{kind: addNotification, newObj: obj, initial: true})
 			if len(chunk) == cap(chunk) || i == len(initial)-1 {

@@ -513,8 +513,8 @@ func TestBacklogBoundKeepsInitialListSyncAccounting(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-func TestNotificationRingGrowsAndShrinks(t *testing.T) {
-	var r notificationRing
+func TestNotificationQueueGrowsAndShrinks(t *testing.T) {
+	var r notificationQueue
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 5000; i++ {
 			r.push(notification{newObj: i})
@@ -528,11 +528,11 @@ func TestNotificationRingGrowsAndShrinks(t *testing.T) {
 		_, ok := r.pop()
 		assert.False(t, ok)
 		assert.Nil(t, r.peek())
-		assert.Same(t, r.head, r.tail, "an emptied ring keeps one block")
-		assert.Nil(t, r.head.next, "an emptied ring releases the rest")
+		assert.Same(t, r.head, r.tail, "an emptied queue keeps one block")
+		assert.Nil(t, r.head.next, "an emptied queue releases the rest")
 	}
 	first := r.head
-	for i := 0; i < 3*ringBlockSize; i++ { // a handler that keeps up reuses its block
+	for i := 0; i < 3*notificationBlockSize; i++ { // a handler that keeps up reuses its block
 		r.push(notification{newObj: i})
 		n, ok := r.pop()
 		require.True(t, ok)

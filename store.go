@@ -173,16 +173,25 @@ func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) 
 // an error with the store unchanged. Of two objects with one key, the later
 // wins.
 func (c *cache) Replace(list []interface{}, rv string) error {
+	keys, err := c.keysOf(list)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.replaceKeyed(keys, list, rv)
+	return err
+}
+
+// keysOf returns the key of every object of list, or the first key error.
+func (c *cache) keysOf(list []interface{}) ([]string, error) {
 	keys := make([]string, len(list))
 	for i, obj := range list {
 		key, err := c.keyOf(obj)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		keys[i] = key
 	}
-	_, _, err := c.replaceKeyed(keys, list, rv)
-	return err
+	return keys, nil
 }
 
 // replaceKeyed is Replace for objects whose keys (keys[i] for list[i]) the

@@ -461,7 +461,7 @@ type listOrder struct {
 func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string, order listOrder) (hashmap.Map[any], error) {
 	for {
 		set := s.indexers.Load()
-		indexes, err := buildIndexes(set.names, set.fns, items, e, order)
+		indexes, err := buildIndexes(set, 0, items, e, order)
 		if err != nil {
 			return hashmap.Map[any]{}, err
 		}
@@ -479,13 +479,14 @@ func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv stri
 	}
 }
 
-// buildIndexes indexes every item with fns, in epoch e. Given the list
+// buildIndexes indexes every item with set's index functions from position
+// from on, in epoch e. Given the list
 // order, it walks the objects in the order they were listed (and, from a
 // LIST, allocated), which reads memory sequentially instead of in hash
 // order. Each index's entries are collected and counted first, so that
 // every key set is laid out once for its final size.
-func buildIndexes(names []string, fns []IndexFunc, items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
-	b := newIndexBuilder(names, fns, items.Len())
+func buildIndexes(set *indexerSet, from int, items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
+	b := newIndexBuilder(set, from, items.Len())
 	if order.keys != nil {
 		for i, key := range order.keys {
 			if err := b.collect(key, order.objs[i]); err != nil {
@@ -505,22 +506,21 @@ func buildIndexes(names []string, fns []IndexFunc, items hashmap.Map[any], e has
 	return b.build(e), nil
 }
 
-// indexBuilder gathers the entries of new indexes before building them.
+// indexBuilder gathers the entries of new indexes (set's, from position
+// from on) before building them; entries and counts are by position - from.
 type indexBuilder struct {
-	names       []string
-	fns         []IndexFunc
-	byNamespace []bool
-	entries     [][]indexEntry
-	counts      []map[string]int
+	set     *indexerSet
+	from    int
+	entries [][]indexEntry
+	counts  []map[string]int
 }
 
 type indexEntry struct{ value, key string }
 
-func newIndexBuilder(names []string, fns []IndexFunc, size int) *indexBuilder {
-	b := &indexBuilder{names: names, fns: fns, byNamespace: make([]bool, len(fns)),
-		entries: make([][]indexEntry, len(fns)), counts: make([]map[string]int, len(fns))}
-	for i, fn := range fns {
-		b.byNamespace[i] = isMetaNamespaceIndexFunc(fn)
+func newIndexBuilder(set *indexerSet, from, size int) *indexBuilder {
+	n := len(set.fns) - from
+	b := &indexBuilder{set: set, from: from, entries: make([][]indexEntry, n), counts: make([]map[string]int, n)}
+	for i := range n {
 		b.entries[i] = make([]indexEntry, 0, size)
 		b.counts[i] = map[string]int{}
 	}
@@ -532,19 +532,20 @@ func (b *indexBuilder) collect(key string, obj interface{}) error {
 	if obj == nil {
 		return nil
 	}
-	for i, fn := range b.fns {
-		if b.byNamespace[i] {
+	for i := range b.entries {
+		pos := b.from + i
+		if b.set.byNamespace[pos] {
 			// The namespace is read in place: no slice per object.
 			m, err := accessor(obj)
 			if err != nil {
-				return indexEntryError(key, b.names[i], err)
+				return indexEntryError(key, b.set.names[pos], err)
 			}
 			b.record(i, m.GetNamespace(), key)
 			continue
 		}
-		vals, err := fn(obj)
+		vals, err := b.set.fns[pos](obj)
 		if err != nil {
-			return indexEntryError(key, b.names[i], err)
+			return indexEntryError(key, b.set.names[pos], err)
 		}
 		for _, v := range vals {
 			b.record(i, v, key)
@@ -560,7 +561,7 @@ func (b *indexBuilder) record(i int, value, key string) {
 
 // build makes the indexes, each key set sized for its entries.
 func (b *indexBuilder) build(e hashmap.Epoch) []valueIndex {
-	indexes := make([]valueIndex, len(b.fns))
+	indexes := make([]valueIndex, len(b.entries))
 	for i := range indexes {
 		indexes[i] = hashmap.Sized[keySet](e, len(b.counts[i]))
 		for value, n := range b.counts[i] {
@@ -702,7 +703,7 @@ func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
 		return fmt.Errorf("indexer conflict: %v", common)
 	}
 	next := cur.with(newIndexers)
-	added, err := buildIndexes(next.names[len(cur.names):], next.fns[len(cur.fns):], s.items, s.epoch, listOrder{})
+	added, err := buildIndexes(next, len(cur.fns), s.items, s.epoch, listOrder{})
 	if err != nil {
 		return err
 	}

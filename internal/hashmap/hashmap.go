@@ -207,10 +207,7 @@ func Sized[V any](e Epoch, n int) Map[V] {
 	d := &directory[V]{epoch: e, depth: depth, tables: make([]*table[V], 1<<depth)}
 	// Four fifths full on average: the few tables that draw more keys than
 	// that grow on their own.
-	slots := minSlots
-	for 5*(n>>depth) > 4*slots {
-		slots *= 2
-	}
+	slots := slotsAtLoad(n>>depth, 4, 5)
 	for i := range d.tables {
 		d.tables[i] = newTable[V](e, depth, slots)
 	}
@@ -377,9 +374,13 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 
 // slotsFor is the table size for n entries after a split: at most three
 // quarters full, so that it takes a while to fill again.
-func slotsFor(n int) int {
+func slotsFor(n int) int { return slotsAtLoad(n, 3, 4) }
+
+// slotsAtLoad is the smallest table size that n entries fill to at most
+// num/den.
+func slotsAtLoad(n, num, den int) int {
 	size := minSlots
-	for 4*n > 3*size {
+	for den*n > num*size {
 		size *= 2
 	}
 	return size
@@ -395,26 +396,27 @@ func (d *directory[V]) double() {
 	d.depth++
 }
 
-// eachTable calls fn once for every table, in directory order.
-func (m Map[V]) eachTable(fn func(*table[V])) {
+// eachTable calls fn for every table, in directory order, until fn returns
+// false.
+func (m Map[V]) eachTable(fn func(*table[V]) bool) {
 	if m.dir == nil {
 		return
 	}
 	d := m.dir
-	for i := 0; i < len(d.tables); {
-		fn(d.tables[i])
+	for i := 0; i < len(d.tables) && fn(d.tables[i]); {
 		i += 1 << (d.depth - d.tables[i].depth)
 	}
 }
 
 // AppendValues appends every value to dst, in unspecified order.
 func (m Map[V]) AppendValues(dst []V) []V {
-	m.eachTable(func(t *table[V]) {
+	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
 			if t.slots[i].hash != 0 {
 				dst = append(dst, t.slots[i].val)
 			}
 		}
+		return true
 	})
 	return dst
 }
@@ -422,12 +424,13 @@ func (m Map[V]) AppendValues(dst []V) []V {
 // AppendKeys appends every key to dst, in the order AppendValues and Range
 // use.
 func (m Map[V]) AppendKeys(dst []string) []string {
-	m.eachTable(func(t *table[V]) {
+	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
 			if t.slots[i].hash != 0 {
 				dst = append(dst, t.slots[i].key)
 			}
 		}
+		return true
 	})
 	return dst
 }
@@ -435,17 +438,14 @@ func (m Map[V]) AppendKeys(dst []string) []string {
 // Range calls fn for every key and value, in unspecified order, until fn
 // returns false.
 func (m Map[V]) Range(fn func(key string, val V) bool) {
-	if m.dir == nil {
-		return
-	}
-	d := m.dir
-	for i := 0; i < len(d.tables); i += 1 << (d.depth - d.tables[i].depth) {
-		for _, s := range d.tables[i].slots {
-			if s.hash != 0 && !fn(s.key, s.val) {
-				return
+	m.eachTable(func(t *table[V]) bool {
+		for i := range t.slots {
+			if s := &t.slots[i]; s.hash != 0 && !fn(s.key, s.val) {
+				return false
 			}
 		}
-	}
+		return true
+	})
 }
 
 // AppendValuesOf appends the value in m of every key of keys that m holds,
@@ -454,7 +454,7 @@ func AppendValuesOf[V, W any](dst []V, m Map[V], keys Map[W]) []V {
 	if m.dir == nil {
 		return dst
 	}
-	keys.eachTable(func(t *table[W]) {
+	keys.eachTable(func(t *table[W]) bool {
 		for i := range t.slots {
 			if s := &t.slots[i]; s.hash != 0 {
 				if v, ok := m.getHashed(s.hash, s.key); ok {
@@ -462,6 +462,7 @@ func AppendValuesOf[V, W any](dst []V, m Map[V], keys Map[W]) []V {
 				}
 			}
 		}
+		return true
 	})
 	return dst
 }

@@ -135,6 +135,14 @@ type benchRunning struct {
 
 func startBenchInformer(b *testing.B, impl informerImpl, n int, handlers ...clientcache.ResourceEventHandler) benchRunning {
 	lw := &benchLW{n: n, events: make(chan watch.Event, 1024)}
+	r := runBenchInformer(b, impl, lw, handlers...)
+	r.lw = lw
+	return r
+}
+
+// runBenchInformer starts a namespace-indexed informer on lw and returns
+// once every handler's registration has synced.
+func runBenchInformer(b *testing.B, impl informerImpl, lw clientcache.ListerWatcher, handlers ...clientcache.ResourceEventHandler) benchRunning {
 	inf := impl.newInformer(lw, &v1.Pod{}, 0, clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
 	var regs []clientcache.ResourceEventHandlerRegistration
 	for _, h := range handlers {
@@ -150,7 +158,7 @@ func startBenchInformer(b *testing.B, impl informerImpl, n int, handlers ...clie
 	for _, reg := range regs {
 		clientcache.WaitFor(context.Background(), "", reg.HasSyncedChecker())
 	}
-	return benchRunning{inf: inf, lw: lw, stop: func() { cancel(); <-done }}
+	return benchRunning{inf: inf, stop: func() { cancel(); <-done }}
 }
 
 // sendUpdates sends count watch updates cycling over the first n keys.
@@ -291,16 +299,6 @@ func benchInformerInitialSync(b *testing.B, impl informerImpl) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		inf := impl.newInformer(lw, &v1.Pod{}, 0, clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
-		reg, err := inf.AddEventHandler(clientcache.ResourceEventHandlerFuncs{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); inf.RunWithContext(ctx) }()
-		clientcache.WaitFor(context.Background(), "", reg.HasSyncedChecker())
-		cancel()
-		<-done
+		runBenchInformer(b, impl, lw, clientcache.ResourceEventHandlerFuncs{}).stop()
 	}
 }

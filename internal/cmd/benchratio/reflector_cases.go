@@ -131,22 +131,23 @@ type reflectorBenchRun func(lw clientcache.ListerWatcher, store *reflectorBenchS
 
 func oursReflectorRun(lw clientcache.ListerWatcher, store *reflectorBenchStore) {
 	r := cache.NewReflector(lw, &v1.Pod{}, store, 0)
-	reflectorBenchSync(r.ListAndWatchWithContext, store)
+	reflectorBenchSync(r.ListAndWatchWithContext, store.replaced)
 }
 
 func theirsReflectorRun(lw clientcache.ListerWatcher, store *reflectorBenchStore) {
 	r := clientcache.NewReflector(lw, &v1.Pod{}, store, 0)
-	reflectorBenchSync(r.ListAndWatchWithContext, store)
+	reflectorBenchSync(r.ListAndWatchWithContext, store.replaced)
 }
 
-func reflectorBenchSync(law func(context.Context) error, store *reflectorBenchStore) {
+// reflectorBenchSync runs law until replaced is closed, then stops it.
+func reflectorBenchSync(law func(context.Context) error, replaced <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = law(ctx)
 	}()
-	<-store.replaced
+	<-replaced
 	cancel()
 	<-done
 }
@@ -165,16 +166,7 @@ func reflectorIndexerCase(newIndexer func() clientcache.Indexer, newReflector fu
 		for i := 0; i < b.N; i++ {
 			idx := newIndexer()
 			store := &reflectorBenchIndexer{Indexer: idx, replaced: make(chan struct{})}
-			law := newReflector(lw, store)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_ = law(ctx)
-			}()
-			<-store.replaced
-			cancel()
-			<-done
+			reflectorBenchSync(newReflector(lw, store), store.replaced)
 		}
 	}
 }
