@@ -456,8 +456,9 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 	// This package's store takes writes with their keys, so each key is
 	// computed once for both the lookup and the write.
 	own, keyed := a.store.(*cache)
-	txns := make([]ThreadSafeStoreTransaction, len(deltas))
-	notes := make([]notification, len(deltas))
+	bufs := getBatchBuffers(len(deltas))
+	defer bufs.release()
+	txns, notes := bufs.txns, bufs.notes
 	for i, d := range deltas {
 		t := &txns[i]
 		t.Object = d.Object
@@ -497,6 +498,35 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 	}
 	a.notifyAll(notes)
 	return nil
+}
+
+// batchBuffers are processBatch's per-batch slices. They are pooled because
+// a busy informer would otherwise allocate both for every batch; nothing
+// keeps them past the batch (the store copies each write, listeners copy
+// each notification).
+type batchBuffers struct {
+	txns  []ThreadSafeStoreTransaction
+	notes []notification
+}
+
+var batchBufferPool = sync.Pool{New: func() any { return new(batchBuffers) }}
+
+// getBatchBuffers returns zeroed buffers of length n.
+func getBatchBuffers(n int) *batchBuffers {
+	b := batchBufferPool.Get().(*batchBuffers)
+	if cap(b.txns) < n {
+		b.txns = make([]ThreadSafeStoreTransaction, n)
+		b.notes = make([]notification, n)
+	}
+	b.txns, b.notes = b.txns[:n], b.notes[:n]
+	return b
+}
+
+// release zeroes the buffers, so the pool pins no object, and returns them.
+func (b *batchBuffers) release() {
+	clear(b.txns)
+	clear(b.notes)
+	batchBufferPool.Put(b)
 }
 
 // batchNotifier is a handler that takes a batch's notifications at once:

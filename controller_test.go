@@ -311,3 +311,16 @@ func TestG1_GatesReadAtRunForSharedInformersAtConstructionForNewInformer(t *test
 	assert.True(t, plain.(*controller).config.Queue.(*RealFIFO).atomicEvents, "NewInformer*: gate read at construction")
 	goleak.VerifyNone(t)
 }
+
+func TestBatchBuffersComeBackZeroed(t *testing.T) {
+	b := getBatchBuffers(3)
+	b.txns[2] = ThreadSafeStoreTransaction{Key: "ns/a", Transaction: Transaction{Object: newTestPod("ns", "a", "1"), Type: TransactionTypeAdd}}
+	b.notes[2] = notification{kind: addNotification, newObj: newTestPod("ns", "a", "1")}
+	b.release()
+	for range 10 { // the pool may hand back this buffer or a fresh one
+		b = getBatchBuffers(3)
+		assert.Equal(t, make([]ThreadSafeStoreTransaction, 3), b.txns)
+		assert.Equal(t, make([]notification, 3), b.notes)
+		b.release()
+	}
+}

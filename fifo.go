@@ -144,7 +144,8 @@ func newQueueKeyer(keyFunc KeyFunc) queueKeyer {
 	}
 	p := reflect.ValueOf(keyFunc).Pointer()
 	meta := p == reflect.ValueOf(MetaNamespaceKeyFunc).Pointer() ||
-		p == reflect.ValueOf(DeletionHandlingMetaNamespaceKeyFunc).Pointer()
+		p == reflect.ValueOf(DeletionHandlingMetaNamespaceKeyFunc).Pointer() ||
+		p == clientGoMetaNamespaceKeyFunc || p == clientGoDeletionHandlingMetaNamespaceKeyFunc
 	return queueKeyer{keyFunc: keyFunc, metaKeys: meta}
 }
 

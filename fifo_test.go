@@ -986,3 +986,15 @@ func TestM4_HeapDifferentialAgainstClientGo(t *testing.T) {
 		assert.ElementsMatch(t, theirs.ListKeys(), ours.ListKeys())
 	}
 }
+
+func TestQueueKeyerRecognisesClientGoKeyFuncs(t *testing.T) {
+	for name, fn := range map[string]KeyFunc{
+		"ours":                         MetaNamespaceKeyFunc,
+		"ours, deletion handling":      DeletionHandlingMetaNamespaceKeyFunc,
+		"client-go":                    clientcache.MetaNamespaceKeyFunc,
+		"client-go, deletion handling": clientcache.DeletionHandlingMetaNamespaceKeyFunc,
+	} {
+		assert.True(t, newQueueKeyer(fn).metaKeys, name)
+	}
+	assert.False(t, newQueueKeyer(func(interface{}) (string, error) { return "", nil }).metaKeys)
+}

@@ -113,18 +113,25 @@ type notification struct {
 // notificationQueue is a FIFO of notifications in a chain of fixed-size
 // blocks. A lagging handler's backlog grows a block at a time, so nothing is
 // ever copied or zeroed twice, and consumed blocks are freed as the handler
-// catches up; one emptied block is kept for reuse, so a handler that keeps
-// up allocates nothing.
+// catches up. Up to maxSpareBlocks consumed blocks are kept for reuse, so a
+// handler that trails the informer by a batch or so allocates nothing.
 type notificationQueue struct {
 	head, tail *notificationBlock
 	// first is the index of the oldest notification in head, next the
 	// free index in tail.
 	first, next int
 	n           int
+	// spare is a chain of emptied blocks, nspare long.
+	spare  *notificationBlock
+	nspare int
 }
 
 // notificationBlockSize notifications (48 bytes each) fill one block.
 const notificationBlockSize = 128
+
+// maxSpareBlocks spare blocks hold two of the informer's notification
+// chunks: about 50 KB per listener at most.
+const maxSpareBlocks = 2 * notificationChunk / notificationBlockSize
 
 type notificationBlock struct {
 	items [notificationBlockSize]notification
@@ -136,15 +143,25 @@ func (r *notificationQueue) len() int { return r.n }
 func (r *notificationQueue) push(x notification) {
 	switch {
 	case r.tail == nil:
-		r.head = &notificationBlock{}
+		r.head = r.newBlock()
 		r.tail = r.head
 	case r.next == notificationBlockSize:
-		r.tail.next = &notificationBlock{}
+		r.tail.next = r.newBlock()
 		r.tail, r.next = r.tail.next, 0
 	}
 	r.tail.items[r.next] = x
 	r.next++
 	r.n++
+}
+
+func (r *notificationQueue) newBlock() *notificationBlock {
+	b := r.spare
+	if b == nil {
+		return &notificationBlock{}
+	}
+	r.spare, b.next = b.next, nil
+	r.nspare--
+	return b
 }
 
 func (r *notificationQueue) pop() (notification, bool) {
@@ -157,11 +174,16 @@ func (r *notificationQueue) pop() (notification, bool) {
 	r.n--
 	switch {
 	case r.n == 0:
-		// Keep one block, rewound, for the next push.
-		r.head.next = nil
+		// Keep the head block, rewound, for the next push.
 		r.tail, r.first, r.next = r.head, 0, 0
 	case r.first == notificationBlockSize:
-		r.head, r.first = r.head.next, 0
+		done := r.head
+		r.head, r.first = done.next, 0
+		if r.nspare < maxSpareBlocks {
+			done.next = r.spare
+			r.spare = done
+			r.nspare++
+		}
 	}
 	return x, true
 }

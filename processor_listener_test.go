@@ -530,6 +530,7 @@ func TestNotificationQueueGrowsAndShrinks(t *testing.T) {
 		assert.Nil(t, r.peek())
 		assert.Same(t, r.head, r.tail, "an emptied queue keeps one block")
 		assert.Nil(t, r.head.next, "an emptied queue releases the rest")
+		assert.Equal(t, maxSpareBlocks, r.nspare, "a drained backlog keeps only a bounded spare chain")
 	}
 	first := r.head
 	for i := 0; i < 3*notificationBlockSize; i++ { // a handler that keeps up reuses its block
@@ -547,6 +548,20 @@ func TestNotificationQueueGrowsAndShrinks(t *testing.T) {
 	}
 	assert.Equal(t, 20, r.len())
 	assert.Equal(t, 20, r.peek().newObj)
+}
+
+func TestNotificationQueueTrailingByAChunkAllocatesNothing(t *testing.T) {
+	var r notificationQueue
+	cycle := func() {
+		for i := 0; i < notificationChunk; i++ {
+			r.push(notification{newObj: nil})
+		}
+		for r.len() > 0 {
+			r.pop()
+		}
+	}
+	cycle()
+	assert.Zero(t, testing.AllocsPerRun(50, cycle))
 }
 
 func TestRemoveListenerErrorsAndIdempotence(t *testing.T) {

@@ -480,11 +480,8 @@ func (f *RealFIFO) PopBatch(processBatch ProcessBatchFunc, processSingle PopProc
 
 // takeBatchLocked removes and returns the next batch; the queue is not empty.
 func (f *RealFIFO) takeBatchLocked() []Delta {
-	n := f.batchLenLocked()
-	deltas := make([]Delta, n)
-	for i := range deltas {
-		deltas[i], _ = f.items.PopFront()
-	}
+	deltas := make([]Delta, f.batchLenLocked())
+	f.items.PopFrontInto(deltas)
 	return deltas
 }
 

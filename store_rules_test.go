@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/features"
+	clientcache "k8s.io/client-go/tools/cache"
 )
 
 // storeGauge records the last value set.
@@ -274,6 +275,32 @@ func TestS8_IndexFuncErrorLeavesStoreUnchanged(t *testing.T) {
 	require.NoError(t, s.Update(newTestPod("ns", "b", "4", "app", "y")))
 	assert.Equal(t, []string{"ns", "y"}, append(s.ListIndexFuncValues(NamespaceIndex), s.ListIndexFuncValues("app")...),
 		"emptied values are not listed")
+}
+
+func TestS8_ClientGoNamespaceIndexFuncIndexesLikeOurs(t *testing.T) {
+	byString := func(obj interface{}) (string, error) {
+		if s, ok := obj.(string); ok {
+			return s, nil
+		}
+		return MetaNamespaceKeyFunc(obj)
+	}
+	theirs := NewIndexer(byString, Indexers{NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
+	ours := NewIndexer(byString, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	for _, s := range []Indexer{theirs, ours} {
+		require.True(t, s.(*cache).storage.indexers.Load().byNamespace[0], "takes the in-place namespace path")
+		require.NoError(t, s.Add(newTestPod("ns1", "a", "1")))
+		require.NoError(t, s.Add(newTestPod("ns2", "b", "1")))
+		require.NoError(t, s.Update(newTestPod("ns1", "b", "2")))
+		keys, err := s.IndexKeys(NamespaceIndex, "ns1")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"ns1/a", "ns1/b"}, keys)
+	}
+	_, fnErr := clientcache.MetaNamespaceIndexFunc("no meta")
+	err := theirs.Add("no meta")
+	require.Error(t, err)
+	assert.Equal(t, fmt.Sprintf("unable to calculate an index entry for key %q on index %q: %v", "no meta", NamespaceIndex, fnErr), err.Error(),
+		"the error is the index function's own, as without the fast path")
+	assert.Equal(t, []string{"ns1/a", "ns1/b", "ns2/b"}, storeSortedKeys(theirs))
 }
 
 func TestS9_Index(t *testing.T) {

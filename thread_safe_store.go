@@ -91,8 +91,23 @@ func (set *indexerSet) with(more Indexers) *indexerSet {
 	return next
 }
 
+// isMetaNamespaceIndexFunc recognises ours and client-go's: Indexers built
+// with client-go's import, as controller-runtime builds them, get the same
+// fast path.
 func isMetaNamespaceIndexFunc(fn IndexFunc) bool {
-	return reflect.ValueOf(fn).Pointer() == reflect.ValueOf(MetaNamespaceIndexFunc).Pointer()
+	p := reflect.ValueOf(fn).Pointer()
+	return p == reflect.ValueOf(MetaNamespaceIndexFunc).Pointer() || p == clientGoMetaNamespaceIndexFunc
+}
+
+// namespaceOf is index i's value for obj when it is a namespace index. On
+// failure the error is the index function's own, as without the fast path.
+func (set *indexerSet) namespaceOf(i int, key string, obj interface{}) (string, error) {
+	m, err := accessor(obj)
+	if err != nil {
+		_, err = set.fns[i](obj)
+		return "", indexEntryError(key, set.names[i], err)
+	}
+	return m.GetNamespace(), nil
 }
 
 // values appends obj's values for every index to dst. A nil object, which a
@@ -105,8 +120,8 @@ func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]
 			continue
 		}
 		if set.byNamespace[i] {
-			if _, err := accessor(obj); err != nil {
-				return nil, indexEntryError(key, set.names[i], err)
+			if _, err := set.namespaceOf(i, key, obj); err != nil {
+				return nil, err
 			}
 			dst = append(dst, nil)
 			continue
@@ -536,11 +551,11 @@ func (b *indexBuilder) collect(key string, obj interface{}) error {
 		pos := b.from + i
 		if b.set.byNamespace[pos] {
 			// The namespace is read in place: no slice per object.
-			m, err := accessor(obj)
+			ns, err := b.set.namespaceOf(pos, key, obj)
 			if err != nil {
-				return indexEntryError(key, b.set.names[pos], err)
+				return err
 			}
-			b.record(i, m.GetNamespace(), key)
+			b.record(i, ns, key)
 			continue
 		}
 		vals, err := b.set.fns[pos](obj)
@@ -765,14 +780,16 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 		vals, failures = txnValues(set, txns)
 	}
 	var rv storeRV
+	n, failed := len(set.fns), failures
 	for i, t := range txns {
-		if vals[i] == nil && t.Type != TransactionTypeDelete {
+		if len(failed) > 0 && failed[0].pos == i {
+			failed = failed[1:]
 			continue
 		}
 		if t.Type == TransactionTypeDelete {
 			s.deleteLocked(set, t.Key)
 		} else {
-			s.putLocked(set, t.Key, t.Object, vals[i])
+			s.putLocked(set, t.Key, t.Object, vals[i*n:(i+1)*n])
 		}
 		rv = rvOf(t.Object)
 	}
@@ -780,20 +797,18 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 	return failures
 }
 
-// txnValues computes the index values of every Add and Update; writes that
-// cannot be applied get nil values and a failure.
-func txnValues(set *indexerSet, txns []ThreadSafeStoreTransaction) ([][][]string, []txnFailure) {
-	vals := make([][][]string, len(txns))
-	var failures []txnFailure
+// txnValues computes the index values of every Add and Update, write i's
+// at vals[i*n:(i+1)*n] for n index functions, in one allocation for the
+// batch. Writes that cannot be applied are listed, in order, in failures.
+func txnValues(set *indexerSet, txns []ThreadSafeStoreTransaction) (vals [][]string, failures []txnFailure) {
+	n := len(set.fns)
+	vals = make([][]string, len(txns)*n)
 	for i, t := range txns {
 		switch t.Type {
 		case TransactionTypeAdd, TransactionTypeUpdate:
-			v, err := set.values(make([][]string, 0, len(set.fns)), t.Key, t.Object)
-			if err != nil {
+			if _, err := set.values(vals[i*n:i*n:(i+1)*n], t.Key, t.Object); err != nil {
 				failures = append(failures, txnFailure{i, err})
-				continue
 			}
-			vals[i] = v
 		case TransactionTypeDelete:
 		default:
 			failures = append(failures, txnFailure{i, fmt.Errorf("unknown transaction type %q", t.Type)})

@@ -12,6 +12,8 @@ package cache
 // in this package, not here.
 
 import (
+	"reflect"
+
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
@@ -235,6 +237,16 @@ var (
 	ErrFIFOClosed = clientcache.ErrFIFOClosed
 	// ErrZeroLengthDeltasObject is returned when a key is asked of an empty Deltas.
 	ErrZeroLengthDeltasObject = clientcache.ErrZeroLengthDeltasObject
+)
+
+// client-go's own key and index functions, compared by identity only (they
+// are never called): a queue or index configured with client-go's function
+// takes the same fast path as one configured with ours, whose behaviour is
+// the same.
+var (
+	clientGoMetaNamespaceIndexFunc               = reflect.ValueOf(clientcache.MetaNamespaceIndexFunc).Pointer()
+	clientGoMetaNamespaceKeyFunc                 = reflect.ValueOf(clientcache.MetaNamespaceKeyFunc).Pointer()
+	clientGoDeletionHandlingMetaNamespaceKeyFunc = reflect.ValueOf(clientcache.DeletionHandlingMetaNamespaceKeyFunc).Pointer()
 )
 
 // reflectorDescriptor builds, once per Reflector, the client-go Reflector

@@ -7,9 +7,15 @@
 // empty, so a relist of many objects does not pin its peak size forever.
 package deque
 
-// minCap is the smallest capacity the ring shrinks to; it also bounds how
-// often a small queue reallocates.
+// minCap is the capacity of a new ring; it bounds how often a small queue
+// reallocates.
 const minCap = 8
+
+// shrinkFloor is the capacity below which a ring never shrinks. A queue that
+// fills and drains by the batch (a FIFO feeding a batch consumer) would
+// otherwise free and regrow its ring on every batch; a thousand slots is
+// little memory and covers one batch.
+const shrinkFloor = 1024
 
 // Deque is a FIFO ring buffer. The zero value is an empty deque ready to use.
 // It is not safe for concurrent use.
@@ -71,6 +77,23 @@ func (d *Deque[T]) PopFront() (v T, ok bool) {
 	return v, true
 }
 
+// PopFrontInto moves the len(dst) head elements into dst, in order. It
+// panics if the deque holds fewer, like a slice index would.
+func (d *Deque[T]) PopFrontInto(dst []T) {
+	if len(dst) > d.n {
+		panic("deque: index out of range")
+	}
+	for i := range dst {
+		j := d.slot(i)
+		dst[i] = d.buf[j]
+		var zero T
+		d.buf[j] = zero
+	}
+	d.head = d.slot(len(dst))
+	d.n -= len(dst)
+	d.maybeShrink()
+}
+
 // At returns the i-th element from the head. It panics if i is out of range,
 // like a slice index would.
 func (d *Deque[T]) At(i int) T {
@@ -95,10 +118,10 @@ func (d *Deque[T]) Reset() {
 }
 
 // maybeShrink halves the ring when it is at most a quarter full, so memory
-// follows the queue length down after a burst.
+// follows the queue length down after a burst, down to shrinkFloor.
 func (d *Deque[T]) maybeShrink() {
-	if len(d.buf) > minCap && d.n <= len(d.buf)/4 {
-		d.resize(max(minCap, len(d.buf)/2))
+	if len(d.buf) > shrinkFloor && d.n <= len(d.buf)/4 {
+		d.resize(max(shrinkFloor, len(d.buf)/2))
 	}
 }
 

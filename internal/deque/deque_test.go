@@ -16,11 +16,21 @@ func TestDequeMatchesSliceModel(t *testing.T) {
 		if (step/5000)%2 == 1 {
 			pushBias = 30
 		}
-		if rng.Intn(100) < pushBias {
+		switch r := rng.Intn(100); {
+		case r < pushBias:
 			d.PushBack(next)
 			model = append(model, next)
 			next++
-		} else {
+		case r < pushBias+5:
+			dst := make([]int, rng.Intn(len(model)+1))
+			d.PopFrontInto(dst)
+			for i, v := range dst {
+				if v != model[i] {
+					t.Fatalf("step %d: PopFrontInto[%d] = %d, want %d", step, i, v, model[i])
+				}
+			}
+			model = model[len(dst):]
+		default:
 			v, ok := d.PopFront()
 			if ok != (len(model) > 0) {
 				t.Fatalf("step %d: PopFront ok=%v with model len %d", step, ok, len(model))
@@ -54,8 +64,8 @@ func TestDequeShrinksAfterBurst(t *testing.T) {
 	for i := 0; i < 99990; i++ {
 		d.PopFront()
 	}
-	if c := len(d.buf); c > 64 {
-		t.Fatalf("capacity %d after draining, want it shrunk", c)
+	if c := len(d.buf); c != shrinkFloor {
+		t.Fatalf("capacity %d after draining, want it shrunk to %d", c, shrinkFloor)
 	}
 	var got []int
 	d.Each(func(v int) bool { got = append(got, v); return true })
@@ -99,4 +109,37 @@ func TestDequeGrowReservesExactly(t *testing.T) {
 	if v, _ := d.PopFront(); v != 2 {
 		t.Fatalf("front %d, want 2", v)
 	}
+}
+
+func TestDequeBatchCyclesDoNotReallocate(t *testing.T) {
+	var d Deque[int]
+	batch := make([]int, 1000)
+	cycle := func() {
+		for i := range batch {
+			d.PushBack(i)
+		}
+		d.PopFrontInto(batch)
+	}
+	cycle()
+	if n := testing.AllocsPerRun(100, cycle); n != 0 {
+		t.Fatalf("a fill-and-drain cycle of one batch allocated %v times", n)
+	}
+}
+
+func TestDequePopFrontIntoZeroesSlotsAndChecksLength(t *testing.T) {
+	var d Deque[*int]
+	x := 1
+	d.PushBack(&x)
+	d.PushBack(&x)
+	dst := make([]*int, 2)
+	d.PopFrontInto(dst)
+	if d.buf[0] != nil || d.buf[1] != nil || dst[0] != &x || dst[1] != &x {
+		t.Fatal("PopFrontInto left references behind or lost elements")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("PopFrontInto past the length did not panic")
+		}
+	}()
+	d.PopFrontInto(make([]*int, 1))
 }
