@@ -188,6 +188,15 @@ func (r *notificationQueue) pop() (notification, bool) {
 	return x, true
 }
 
+// popInto moves up to len(dst) notifications into dst and returns how many.
+func (r *notificationQueue) popInto(dst []notification) int {
+	n := min(len(dst), r.n)
+	for i := range n {
+		dst[i], _ = r.pop()
+	}
+	return n
+}
+
 func (r *notificationQueue) peek() *notification {
 	if r.n == 0 {
 		return nil
@@ -404,11 +413,18 @@ func (l *processorListener) collapse(n notification) {
 		"limit", l.cfg.backlogLimit, "keys", len(ov.prior))
 }
 
+// listenerBatch notifications are taken from the queue per lock. The
+// distributing side, which is usually the informer's bottleneck, then
+// rarely finds the lock held, in particular not by a thread the OS has just
+// preempted.
+const listenerBatch = 64
+
 // run delivers notifications until the listener is stopped.
 func (l *processorListener) run() {
 	defer close(l.finished)
+	var batch [listenerBatch]notification
 	for {
-		n, state := l.next()
+		n, state := l.next(batch[:])
 		switch state {
 		case listenerStopped:
 			return
@@ -421,7 +437,9 @@ func (l *processorListener) run() {
 		case listenerOverflowed:
 			l.deliverResync()
 		default:
-			l.deliver(n)
+			if !l.deliverAll(batch[:n]) {
+				return
+			}
 		}
 	}
 }
@@ -435,24 +453,42 @@ const (
 	listenerStopped
 )
 
-func (l *processorListener) next() (notification, listenerState) {
+// next moves up to len(dst) queued notifications into dst.
+func (l *processorListener) next(dst []notification) (int, listenerState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.removed {
-		return notification{}, listenerStopped
+		return 0, listenerStopped
 	}
-	if n, ok := l.pending.pop(); ok {
+	if n := l.pending.popInto(dst); n > 0 {
 		l.metrics.pending.Set(float64(l.pending.len()))
 		if l.metrics.enabled {
-			l.metrics.oldestAge.Set(l.cfg.clock.Since(l.cfg.epoch.Add(n.enqueued)).Seconds())
+			l.metrics.oldestAge.Set(l.cfg.clock.Since(l.cfg.epoch.Add(dst[0].enqueued)).Seconds())
 		}
 		return n, listenerReady
 	}
 	if l.overflow != nil {
-		return notification{}, listenerOverflowed
+		return 0, listenerOverflowed
 	}
 	l.metrics.oldestAge.Set(0)
-	return notification{}, listenerIdle
+	return 0, listenerIdle
+}
+
+// deliverAll delivers ns in order, zeroing each entry so the batch buffer
+// pins nothing. It stops, returning false, once the listener is removed: a
+// removed handler is not called again, whatever it had queued.
+func (l *processorListener) deliverAll(ns []notification) bool {
+	for i := range ns {
+		select {
+		case <-l.stop:
+			clear(ns)
+			return false
+		default:
+		}
+		l.deliver(ns[i])
+		ns[i] = notification{}
+	}
+	return true
 }
 
 // deliver calls the handler. A panicking handler must not take the whole

@@ -237,6 +237,25 @@ func TestP5_StopDiscardsPendingAndWaitsForInFlight(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
+func TestP5_RemovedListenerStopsWithinATakenBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		r := &listenerTestRecorder{gate: make(chan struct{})}
+		l := p.listen(r)
+		for i := 1; i <= 5; i++ { // queued before start: one batch takes all five
+			p.upsert(newTestPod("ns", fmt.Sprint(i), "1"))
+		}
+		stop := p.start()
+		synctest.Wait() // first call in flight, the other four taken with it
+		require.NoError(t, p.removeListener(l))
+		r.gate <- struct{}{}
+		<-l.ShutdownChan()
+		assert.Equal(t, []string{"add ns/1@1 false"}, r.got(), "a removed handler is not called again")
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
 func TestI17_ResyncMarksFollowPeriodsAndClock(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
 	p := newSharedProcessor(&listenerConfig{clock: clk})
