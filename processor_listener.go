@@ -18,10 +18,10 @@ import (
 // Every handler (processorListener) owns one goroutine and a growable queue
 // guarded by a mutex. The informer appends to the queue (a whole batch under
 // one lock) and, only when the queue was empty, pokes a 1-buffered channel;
-// the goroutine drains the queue and calls the handler one notification at a
-// time. So a notification
-// costs no channel operation while the handler is busy and at most one when
-// it is idle, against client-go's three goroutines and two channel hops per
+// the goroutine takes up to listenerBatch notifications per lock and calls
+// the handler with each in turn. So a notification costs no channel
+// operation while the handler is busy and at most one when it is idle,
+// against client-go's three goroutines and two channel hops per
 // notification. Per handler, notifications arrive in distribution order;
 // handlers never wait for each other.
 
@@ -129,9 +129,9 @@ type notificationQueue struct {
 // notificationBlockSize notifications (48 bytes each) fill one block.
 const notificationBlockSize = 128
 
-// maxSpareBlocks spare blocks hold two of the informer's notification
+// maxSpareBlocks spare blocks hold one of the informer's notification
 // chunks: about 50 KB per listener at most.
-const maxSpareBlocks = 2 * notificationChunk / notificationBlockSize
+const maxSpareBlocks = notificationChunk / notificationBlockSize
 
 type notificationBlock struct {
 	items [notificationBlockSize]notification
