@@ -282,6 +282,13 @@ type processorListener struct {
 	stop     chan struct{} // closed once on removal or informer stop
 	finished chan struct{} // closed when run returns (or at removal if never run)
 
+	// waiting counts the notifications run has taken from pending but not
+	// yet started, and waitingSince is when the oldest of them was
+	// distributed: the lag seen by add includes them. Written by run
+	// without the lock, so that a batch costs one lock.
+	waiting      atomic.Int64
+	waitingSince atomic.Int64
+
 	mu       sync.Mutex
 	pending  notificationQueue
 	overflow *backlogOverflow // non-nil while the backlog is collapsed
@@ -376,15 +383,19 @@ func (l *processorListener) queueLocked(n notification, now time.Duration) {
 // with l.mu held, on the distributing side, so a handler stuck inside a call
 // is still reported.
 func (l *processorListener) observeLag(now time.Duration) {
-	age := now - l.pending.peek().enqueued
-	l.metrics.pending.Set(float64(l.pending.len()))
+	oldest, waiting := l.pending.peek().enqueued, int(l.waiting.Load())
+	if waiting > 0 {
+		oldest = time.Duration(l.waitingSince.Load())
+	}
+	age, pending := now-oldest, l.pending.len()+waiting
+	l.metrics.pending.Set(float64(pending))
 	l.metrics.oldestAge.Set(age.Seconds())
 	threshold := l.cfg.slowThreshold
 	if threshold <= 0 || age < threshold || (l.warned && now-l.lastWarn < slowHandlerWarnInterval) {
 		return
 	}
 	l.warned, l.lastWarn = true, now
-	l.logger.Info("Warning: event handler is lagging behind", "pendingNotifications", l.pending.len(), "oldestPendingAge", age)
+	l.logger.Info("Warning: event handler is lagging behind", "pendingNotifications", pending, "oldestPendingAge", age)
 }
 
 // collapse replaces the full backlog by the set of keys it touched, see
@@ -461,7 +472,7 @@ func (l *processorListener) next(dst []notification) (int, listenerState) {
 		return 0, listenerStopped
 	}
 	if n := l.pending.popInto(dst); n > 0 {
-		l.metrics.pending.Set(float64(l.pending.len()))
+		l.metrics.pending.Set(float64(l.pending.len() + n - 1))
 		if l.metrics.enabled {
 			l.metrics.oldestAge.Set(l.cfg.clock.Since(l.cfg.epoch.Add(dst[0].enqueued)).Seconds())
 		}
@@ -470,6 +481,7 @@ func (l *processorListener) next(dst []notification) (int, listenerState) {
 	if l.overflow != nil {
 		return 0, listenerOverflowed
 	}
+	l.metrics.pending.Set(0)
 	l.metrics.oldestAge.Set(0)
 	return 0, listenerIdle
 }
@@ -485,10 +497,19 @@ func (l *processorListener) deliverAll(ns []notification) bool {
 			return false
 		default:
 		}
+		l.markWaiting(ns[i+1:])
 		l.deliver(ns[i])
 		ns[i] = notification{}
 	}
 	return true
+}
+
+// markWaiting records rest, the taken notifications not yet started.
+func (l *processorListener) markWaiting(rest []notification) {
+	if len(rest) > 0 {
+		l.waitingSince.Store(int64(rest[0].enqueued))
+	}
+	l.waiting.Store(int64(len(rest)))
 }
 
 // deliver calls the handler. A panicking handler must not take the whole

@@ -390,6 +390,34 @@ func TestHandlerLagMetricsAndSlowHandlerWarning(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
+func TestHandlerLagCountsNotificationsTakenIntoABatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &listenerTestMetrics{}
+		p := newListenerTestProcessor(0)
+		p.cfg.metrics = m
+		r := &listenerTestRecorder{gate: make(chan struct{})}
+		p.listen(r)
+		for i := range 10 { // queued before start: one batch takes all ten
+			p.upsert(newTestPod("ns", fmt.Sprint(i), "1"))
+		}
+		stop := p.start()
+		synctest.Wait() // first call in flight, nine more taken with it
+		assert.Equal(t, 9.0, m.pending.Load(), "taken but not yet delivered counts as pending")
+		time.Sleep(15 * time.Second)
+		p.upsert(newTestPod("ns", "late", "1"))
+		assert.Equal(t, 10.0, m.pending.Load())
+		assert.Equal(t, 15.0, m.age.Load(), "the oldest waiting notification is in the taken batch")
+		for range 11 {
+			r.gate <- struct{}{}
+		}
+		synctest.Wait()
+		assert.Equal(t, 0.0, m.pending.Load())
+		assert.Equal(t, 0.0, m.age.Load())
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
 func TestSlowHandlerWarningNamesHandlerAndIsRateLimited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out syncBuffer

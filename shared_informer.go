@@ -36,8 +36,9 @@ type SharedIndexInformerOptions struct {
 	// MaxPendingNotificationsPerHandler bounds each handler's backlog; 0
 	// (the default) leaves it unbounded, like client-go.
 	//
-	// When a handler has this many notifications waiting and another one
-	// arrives, its backlog is collapsed: the waiting notifications are
+	// When a handler has this many notifications waiting (besides the at
+	// most 64 its goroutine has already taken, which are delivered first)
+	// and another one arrives, its backlog is collapsed: the waiting notifications are
 	// dropped and only the keys they touched are remembered, each with what
 	// the handler last saw for it. Until the handler catches up, further
 	// notifications only add keys. When the handler next asks for work it
