@@ -83,6 +83,10 @@ type RealFIFO struct {
 	atomicEvents          bool
 	unlockWhileProcessing bool
 	emitBookmarks         bool
+	// holdingBack is set while a batch is processed with the lock released
+	// and two batches or more still queued: producers wait on cond until it
+	// clears, see releaseForProcessingLocked.
+	holdingBack bool
 
 	identifier     InformerNameAndResource
 	metrics        queueMetrics
@@ -177,6 +181,7 @@ func (f *RealFIFO) Delete(obj interface{}) error { return f.write(Deleted, obj) 
 func (f *RealFIFO) write(t DeltaType, obj interface{}) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.waitForRoomLocked()
 	f.sync.markPopulated()
 	return f.enqueueLocked(t, obj, true)
 }
@@ -214,6 +219,7 @@ func (f *RealFIFO) Bookmark(resourceVersion string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.waitForRoomLocked()
 	f.pushLocked(Delta{Type: Bookmark, Object: BookmarkInfo{ResourceVersion: resourceVersion}})
 	return nil
 }
@@ -225,6 +231,7 @@ func (f *RealFIFO) Bookmark(resourceVersion string) error {
 func (f *RealFIFO) Replace(list []interface{}, resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.waitForRoomLocked()
 	var err error
 	if f.atomicEvents {
 		err = f.replaceAtomicLocked(list, resourceVersion)
@@ -365,6 +372,7 @@ func (f *RealFIFO) knownTombstoneObject(key string) interface{} {
 func (f *RealFIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.waitForRoomLocked()
 	if f.atomicEvents {
 		f.pushLocked(Delta{Type: SyncAll, Object: SyncAllInfo{}})
 		return nil
@@ -414,8 +422,9 @@ func (f *RealFIFO) resyncKeyLocked(key string) error {
 // from process is returned and the delta is not requeued. Once the queue is
 // closed and empty, Pop returns ErrFIFOClosed.
 //
-// process runs under the queue lock unless UnlockWhileProcessing is set and
-// the backlog is short; callers must then be a single consumer.
+// process runs under the queue lock unless UnlockWhileProcessing is set;
+// callers must then be a single consumer. With UnlockWhileProcessing and two
+// batches or more still queued, producers wait until process returns.
 func (f *RealFIFO) Pop(process PopProcessFunc) (interface{}, error) {
 	if process == nil {
 		return nil, errNilProcessFunc
@@ -432,9 +441,8 @@ func (f *RealFIFO) Pop(process PopProcessFunc) (interface{}, error) {
 	// One boxed value serves as both the argument and the result.
 	var item interface{} = Deltas{d}
 	defer f.sync.consumed(1)
-	if f.mayUnlockLocked() {
-		f.mu.Unlock()
-		defer f.mu.Lock()
+	if f.releaseForProcessingLocked() {
+		defer f.reacquireAfterProcessing()
 	}
 	t := f.startProcessing(depth)
 	err := process(item, initial)
@@ -463,9 +471,8 @@ func (f *RealFIFO) PopBatch(processBatch ProcessBatchFunc, processSingle PopProc
 	depth := f.items.Len()
 	f.metrics.queued.Set(float64(depth))
 	defer f.sync.consumed(len(deltas))
-	if f.mayUnlockLocked() {
-		f.mu.Unlock()
-		defer f.mu.Lock()
+	if f.releaseForProcessingLocked() {
+		defer f.reacquireAfterProcessing()
 	}
 	t := f.startProcessing(depth)
 	var err error
@@ -537,12 +544,40 @@ func (f *RealFIFO) waitLocked() bool {
 	return true
 }
 
-// mayUnlockLocked reports whether the lock may be released while the popped
-// deltas are processed. It stays held when the backlog is two batches or
-// more, so a slow consumer throttles its producers instead of letting the
-// queue grow without bound.
-func (f *RealFIFO) mayUnlockLocked() bool {
-	return f.unlockWhileProcessing && f.items.Len() < 2*realFIFOBatchSize
+// releaseForProcessingLocked releases the lock for the processing that
+// follows when UnlockWhileProcessing is set, and reports whether it did.
+// With two batches or more still queued, client-go keeps its lock for the
+// processing, so that a slow consumer throttles its producers instead of
+// letting the queue grow without bound. This queue holds producers back
+// the same way, in waitForRoomLocked, but without the lock: the consumer
+// never waits for a producer to hand the lock back, and HasSynced, Close
+// and IsClosed answer at once.
+func (f *RealFIFO) releaseForProcessingLocked() bool {
+	if !f.unlockWhileProcessing {
+		return false
+	}
+	f.holdingBack = f.items.Len() >= 2*realFIFOBatchSize
+	f.mu.Unlock()
+	return true
+}
+
+// reacquireAfterProcessing takes the lock back and lets held-back
+// producers go on.
+func (f *RealFIFO) reacquireAfterProcessing() {
+	f.mu.Lock()
+	if f.holdingBack {
+		f.holdingBack = false
+		f.cond.Broadcast()
+	}
+}
+
+// waitForRoomLocked holds a producer back while the consumer processes a
+// batch with a long backlog; see releaseForProcessingLocked. Close lets
+// every producer through, as writes to a closed queue are still accepted.
+func (f *RealFIFO) waitForRoomLocked() {
+	for f.holdingBack && !f.closed {
+		f.cond.Wait()
+	}
 }
 
 // processingTimer measures one processing call, for the latency metric and

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -536,7 +537,7 @@ func TestR10_UnlockWhileProcessingReleasesLock(t *testing.T) {
 		unlocked bool
 	}{
 		"unlock, short backlog": {NewRealFIFOWithOptions(RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true}), 5, true},
-		"unlock, long backlog":  {NewRealFIFOWithOptions(RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true}), 3002, false},
+		"unlock, long backlog":  {NewRealFIFOWithOptions(RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true}), 3002, true},
 		"no unlock":             {rfifoAtomic(), 5, false},
 	}
 	for name, c := range cases {
@@ -558,6 +559,64 @@ func TestR10_UnlockWhileProcessingReleasesLock(t *testing.T) {
 			c.f.mu.Unlock()
 		})
 	}
+}
+
+// With two batches or more queued, a producer waits until processing ends
+// (client-go keeps its lock for that); with less it enqueues meanwhile.
+func TestR10_LongBacklogHoldsProducersBackUntilProcessingEnds(t *testing.T) {
+	for _, backlog := range []int{3*realFIFOBatchSize + 2, 5} { // a batch is taken first
+		t.Run(fmt.Sprint(backlog), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := NewRealFIFOWithOptions(RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true})
+				for _, p := range newTestPods(backlog, 1, "1") {
+					require.NoError(t, f.Add(p))
+				}
+				added := make(chan error, 1)
+				long := backlog >= 3*realFIFOBatchSize
+				err := f.PopBatch(func([]Delta, bool) error {
+					go func() { added <- f.Update(newTestPod("ns", "late", "2")) }()
+					synctest.Wait()
+					select {
+					case err := <-added:
+						assert.False(t, long, "a producer enqueued while a long backlog was processed")
+						return err
+					default:
+						assert.True(t, long, "a producer waited although the backlog was short")
+						return nil
+					}
+				}, func(interface{}, bool) error { return nil })
+				require.NoError(t, err)
+				if long {
+					require.NoError(t, <-added, "the held-back producer goes on once processing ends")
+				}
+				all := rfifoDrain(t, f)
+				assert.Equal(t, "Updated ns/late", all[len(all)-1])
+			})
+		})
+	}
+}
+
+func TestR10_CloseLetsHeldBackProducersThrough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := NewRealFIFOWithOptions(RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true})
+		for _, p := range newTestPods(3*realFIFOBatchSize+2, 1, "1") {
+			require.NoError(t, f.Add(p))
+		}
+		added := make(chan error, 1)
+		require.NoError(t, f.PopBatch(func([]Delta, bool) error {
+			go func() { added <- f.Update(newTestPod("ns", "late", "2")) }()
+			synctest.Wait()
+			f.Close()
+			synctest.Wait()
+			select {
+			case err := <-added:
+				return err
+			default:
+				t.Error("a held-back producer still waits after Close")
+				return nil
+			}
+		}, func(interface{}, bool) error { return nil }))
+	})
 }
 
 func TestR10_ProducerEnqueuesDuringProcessing(t *testing.T) {
