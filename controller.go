@@ -540,12 +540,11 @@ type batchNotifier interface {
 // is false when the key cannot be computed; the batch then goes through the
 // plain Transaction, which reports that write's KeyError.
 func (a deltaApplier) lookupKeyed(own *cache, t *ThreadSafeStoreTransaction) (old interface{}, exists, ok bool) {
-	key, err := own.keyOf(t.Object)
+	key, old, exists, err := own.lookup(t.Object)
 	if err != nil {
 		return nil, false, false
 	}
 	t.Key = key
-	old, exists, _ = own.GetByKey(key)
 	return old, exists, true
 }
 

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -142,11 +141,7 @@ func newQueueKeyer(keyFunc KeyFunc) queueKeyer {
 	if keyFunc == nil {
 		keyFunc = MetaNamespaceKeyFunc
 	}
-	p := reflect.ValueOf(keyFunc).Pointer()
-	meta := p == reflect.ValueOf(MetaNamespaceKeyFunc).Pointer() ||
-		p == reflect.ValueOf(DeletionHandlingMetaNamespaceKeyFunc).Pointer() ||
-		p == clientGoMetaNamespaceKeyFunc || p == clientGoDeletionHandlingMetaNamespaceKeyFunc
-	return queueKeyer{keyFunc: keyFunc, metaKeys: meta}
+	return queueKeyer{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc)}
 }
 
 // unwrap returns the object whose key stands for obj: the newest object of a

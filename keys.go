@@ -57,6 +57,16 @@ func MetaNamespaceKeyFunc(obj interface{}) (string, error) {
 	return joinKey(m.GetNamespace(), m.GetName()), nil
 }
 
+// isMetaNamespaceKeyFunc recognises the key functions that key an object
+// with metadata by namespace and name: ours and client-go's, with or without
+// tombstone handling.
+func isMetaNamespaceKeyFunc(fn KeyFunc) bool {
+	p := reflect.ValueOf(fn).Pointer()
+	return p == reflect.ValueOf(MetaNamespaceKeyFunc).Pointer() ||
+		p == reflect.ValueOf(DeletionHandlingMetaNamespaceKeyFunc).Pointer() ||
+		p == clientGoMetaNamespaceKeyFunc || p == clientGoDeletionHandlingMetaNamespaceKeyFunc
+}
+
 // DeletionHandlingMetaNamespaceKeyFunc is MetaNamespaceKeyFunc that also
 // accepts a DeletedFinalStateUnknown tombstone and returns the key it carries.
 func DeletionHandlingMetaNamespaceKeyFunc(obj interface{}) (string, error) {

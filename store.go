@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/openinformer/cache/internal/hashmap"
 )
@@ -31,8 +32,11 @@ func WithStoreMetrics(identifier InformerNameAndResource, provider InformerMetri
 // cache is the Store and Indexer: a KeyFunc and an optional transformer in
 // front of a threadSafeMap.
 type cache struct {
-	storage     *threadSafeMap
-	keyFunc     KeyFunc
+	storage *threadSafeMap
+	keyFunc KeyFunc
+	// metaKeys marks a keyFunc that keys by namespace and name, which lookup
+	// can assemble without allocating.
+	metaKeys    bool
 	transformer TransformFunc
 	identifier  InformerNameAndResource
 	provider    InformerMetricsProvider
@@ -56,7 +60,7 @@ func NewIndexer(keyFunc KeyFunc, indexers Indexers, opts ...StoreOption) Indexer
 }
 
 func newCache(keyFunc KeyFunc, indexers Indexers, opts []StoreOption) *cache {
-	c := &cache{keyFunc: keyFunc}
+	c := &cache{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc)}
 	for _, opt := range opts {
 		opt(c)
 	}
@@ -84,6 +88,41 @@ func (c *cache) keyOf(obj interface{}) (string, error) {
 		return "", KeyError{obj, err}
 	}
 	return key, nil
+}
+
+// keyBufSize bounds the keys lookup assembles on the stack; longer ones
+// (a namespace has at most 63 bytes, a name up to 253) take the plain path.
+const keyBufSize = 128
+
+// lookup returns obj's key and the object stored under it. With a
+// namespace-and-name key function the key is first assembled on the stack:
+// when obj is already stored (an update, the common case) the stored key
+// string is returned and no key is allocated.
+func (c *cache) lookup(obj interface{}) (key string, old interface{}, exists bool, err error) {
+	if c.metaKeys {
+		if m, err := accessor(obj); err == nil {
+			ns, name := m.GetNamespace(), m.GetName()
+			if ns != "" && len(ns)+1+len(name) <= keyBufSize {
+				if key, old, exists = c.lookupParts(ns, name); !exists {
+					key = joinKey(ns, name)
+				}
+				return key, old, exists, nil
+			}
+		}
+	}
+	if key, err = c.keyOf(obj); err != nil {
+		return "", nil, false, err
+	}
+	old, exists = c.storage.Get(key)
+	return key, old, exists, nil
+}
+
+func (c *cache) lookupParts(ns, name string) (string, interface{}, bool) {
+	var buf [keyBufSize]byte
+	b := append(append(append(buf[:0], ns...), '/'), name...)
+	// The string aliases buf only for the lookup; the map compares it and
+	// keeps nothing, and what is returned is the map's own key.
+	return c.storage.getStored(unsafe.String(&b[0], len(b)))
 }
 
 // transform applies the store's transformer, if any.

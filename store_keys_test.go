@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -168,4 +169,55 @@ func FuzzSplitMetaNamespaceKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// lookup (the informer's write path) must agree with the key function for
+// every kind of object, and reuse the stored key for an object already in
+// the store instead of building one.
+func TestStoreLookupAgreesWithKeyFuncAndReusesStoredKeys(t *testing.T) {
+	long := strings.Repeat("n", 200)
+	objs := []interface{}{
+		newTestPod("ns", "a", "1"),
+		newTestPod("", "cluster-scoped", "1"),
+		newTestPod("ns", long, "1"), // longer than the stack buffer
+		DeletedFinalStateUnknown{Key: "ns/a", Obj: newTestPod("ns", "a", "1")},
+		ExplicitKey("ns/explicit"),
+		"no meta",
+		(*v1.Pod)(nil),
+	}
+	for name, fn := range map[string]KeyFunc{
+		"ours":      DeletionHandlingMetaNamespaceKeyFunc,
+		"client-go": clientcache.DeletionHandlingMetaNamespaceKeyFunc,
+		"custom":    func(obj interface{}) (string, error) { return DeletionHandlingMetaNamespaceKeyFunc(obj) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := NewStore(fn).(*cache)
+			require.NoError(t, c.Add(newTestPod("ns", "a", "0")))
+			require.NoError(t, c.Add(newTestPod("ns", long, "0")))
+			for _, obj := range objs {
+				want, wantErr := c.keyOf(obj)
+				key, old, exists, err := c.lookup(obj)
+				if wantErr != nil {
+					assert.Equal(t, wantErr, err)
+					continue
+				}
+				require.NoError(t, err)
+				assert.Equal(t, want, key)
+				stored, storedExists, _ := c.GetByKey(want)
+				require.Equal(t, storedExists, exists, want)
+				if exists {
+					assert.Same(t, stored, old, want)
+				} else {
+					assert.Nil(t, old, want)
+				}
+			}
+		})
+	}
+	c := NewStore(DeletionHandlingMetaNamespaceKeyFunc).(*cache)
+	require.NoError(t, c.Add(newTestPod("ns", "a", "0")))
+	update := newTestPod("ns", "a", "1")
+	storedKey := c.ListKeys()[0]
+	key, _, _, _ := c.lookup(update)
+	assert.Equal(t, unsafe.StringData(storedKey), unsafe.StringData(key), "the stored key is reused")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _, _ = c.lookup(update) }), "an update builds no key")
 }

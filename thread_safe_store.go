@@ -402,6 +402,14 @@ func (s *threadSafeMap) Get(key string) (item interface{}, exists bool) {
 	return item, exists
 }
 
+// getStored is Get that also returns the key as the map stores it.
+func (s *threadSafeMap) getStored(key string) (stored string, item interface{}, exists bool) {
+	s.mu.Lock()
+	stored, item, exists = s.items.GetKey(key)
+	s.mu.Unlock()
+	return stored, item, exists
+}
+
 // List returns every stored object, from one consistent state.
 func (s *threadSafeMap) List() []interface{} {
 	s.mu.Lock()

@@ -22,6 +22,7 @@ package hashmap
 import (
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -57,14 +58,21 @@ func NewEpoch() Epoch {
 
 var seed = maphash.MakeSeed()
 
-// hashKey hashes a key. It is a variable so tests can force collisions.
-var hashKey = func(key string) uint64 {
-	return maphash.String(seed, key)
-}
+// testHash, when a test sets it, replaces the hash so that collisions can
+// be forced.
+var testHash func(string) uint64
 
 // hashOf is a key's hash as stored in a slot, where 0 marks an empty slot.
 func hashOf(key string) uint64 {
-	if h := hashKey(key); h != 0 {
+	var h uint64
+	if testHash != nil {
+		// A copy, so that key does not escape: callers may look up with a
+		// string that aliases a stack buffer.
+		h = testHash(strings.Clone(key))
+	} else {
+		h = maphash.String(seed, key)
+	}
+	if h != 0 {
 		return h
 	}
 	return 1
@@ -224,6 +232,20 @@ func (m Map[V]) Get(key string) (V, bool) {
 	}
 	var zero V
 	return zero, false
+}
+
+// GetKey is Get that also returns the key as stored, so that a caller who
+// built an equal string only for the lookup can keep the stored one.
+func (m Map[V]) GetKey(key string) (stored string, val V, ok bool) {
+	if m.dir == nil {
+		return "", val, false
+	}
+	h := hashOf(key)
+	t := m.dir.tables[m.dir.index(h)]
+	if i := t.find(h, key); i >= 0 {
+		return t.slots[i].key, t.slots[i].val, true
+	}
+	return "", val, false
 }
 
 func (m Map[V]) getHashed(h uint64, key string) (V, bool) {

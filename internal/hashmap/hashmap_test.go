@@ -12,9 +12,9 @@ import (
 
 // withHash swaps the hash function for the duration of a test.
 func withHash(t testing.TB, h func(string) uint64) {
-	old := hashKey
-	hashKey = h
-	t.Cleanup(func() { hashKey = old })
+	old := testHash
+	testHash = h
+	t.Cleanup(func() { testHash = old })
 }
 
 // weakHash maps keys onto 257 hashes spread over the whole range, so that
