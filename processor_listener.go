@@ -172,9 +172,15 @@ func (r *notificationQueue) pop() (notification, bool) {
 	r.head.items[r.first] = notification{} // drop references for the GC
 	r.first++
 	r.n--
+	r.advance()
+	return x, true
+}
+
+// advance rewinds an emptied queue to its head block, or moves past a
+// consumed head block, keeping it as a spare if there is room.
+func (r *notificationQueue) advance() {
 	switch {
 	case r.n == 0:
-		// Keep the head block, rewound, for the next push.
 		r.tail, r.first, r.next = r.head, 0, 0
 	case r.first == notificationBlockSize:
 		done := r.head
@@ -185,14 +191,24 @@ func (r *notificationQueue) pop() (notification, bool) {
 			r.nspare++
 		}
 	}
-	return x, true
 }
 
-// popInto moves up to len(dst) notifications into dst and returns how many.
+// popInto moves up to len(dst) notifications into dst and returns how
+// many, a block's run at a time.
 func (r *notificationQueue) popInto(dst []notification) int {
-	n := min(len(dst), r.n)
-	for i := range n {
-		dst[i], _ = r.pop()
+	n := 0
+	for n < len(dst) && r.n > 0 {
+		end := notificationBlockSize
+		if r.head == r.tail {
+			end = r.next
+		}
+		run := r.head.items[r.first:min(end, r.first+len(dst)-n)]
+		copy(dst[n:], run)
+		clear(run)
+		n += len(run)
+		r.n -= len(run)
+		r.first += len(run)
+		r.advance()
 	}
 	return n
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -595,6 +596,48 @@ func TestNotificationQueueGrowsAndShrinks(t *testing.T) {
 	}
 	assert.Equal(t, 20, r.len())
 	assert.Equal(t, 20, r.peek().newObj)
+}
+
+func TestNotificationQueueMatchesSliceModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var r notificationQueue
+	var model []int
+	next := 0
+	for step := range 100000 {
+		switch k := rng.IntN(10); {
+		case k < 5:
+			for range rng.IntN(300) {
+				r.push(notification{newObj: next})
+				model = append(model, next)
+				next++
+			}
+		case k < 8:
+			dst := make([]notification, rng.IntN(400))
+			n := r.popInto(dst)
+			require.Equal(t, min(len(dst), len(model)), n, "step %d", step)
+			for i := range n {
+				require.Equal(t, model[i], dst[i].newObj, "step %d", step)
+			}
+			model = model[n:]
+		default:
+			x, ok := r.pop()
+			require.Equal(t, len(model) > 0, ok)
+			if ok {
+				require.Equal(t, model[0], x.newObj)
+				model = model[1:]
+			}
+		}
+		require.Equal(t, len(model), r.len())
+		require.LessOrEqual(t, r.nspare, maxSpareBlocks)
+	}
+	for b := r.head; b != nil; b = b.next { // consumed slots hold no references
+		for i, n := range b.items {
+			live := (b != r.head || i >= r.first) && (b != r.tail || i < r.next)
+			if !live {
+				require.Nil(t, n.newObj)
+			}
+		}
+	}
 }
 
 func TestNotificationQueueTrailingByAChunkAllocatesNothing(t *testing.T) {
