@@ -27,7 +27,10 @@
 //
 // The Reflector writes what it sees into a queue. The default, RealFIFO,
 // keeps every change in arrival order and turns a whole relist into a single
-// ReplacedAll entry, so consumers see an atomic swap. DeltaFIFO, the older
+// ReplacedAll entry, so consumers see an atomic swap. While its consumer is
+// two batches or more behind, writers wait for the batch in hand to be
+// processed, so a slow consumer cannot make the queue grow without bound.
+// DeltaFIFO, the older
 // design that folds the changes of one object together, is still available
 // and is used when the InOrderInformers feature gate is off.
 //
