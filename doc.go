@@ -30,9 +30,9 @@
 // ReplacedAll entry, so consumers see an atomic swap. While its consumer is
 // two batches or more behind, writers wait for the batch in hand to be
 // processed, so a slow consumer cannot make the queue grow without bound.
-// DeltaFIFO, the older
-// design that folds the changes of one object together, is still available
-// and is used when the InOrderInformers feature gate is off.
+// DeltaFIFO, the older design that folds the changes of one object
+// together, is still available and is used when the InOrderInformers
+// feature gate is off.
 //
 // The controller pops the queue in order, in batches where it can, applies
 // each change to the Indexer and decides whether it is an add, an update or
