@@ -320,11 +320,10 @@ func (a deltaApplier) upsert(obj interface{}, isInInitialList bool) error {
 // a single delta per pop is the common case when events arrive slowly.
 func (a deltaApplier) write(obj interface{}) (old interface{}, existed bool, err error) {
 	if own, ok := a.store.(*cache); ok {
-		key, err := own.keyOf(obj)
+		key, old, existed, err := own.lookup(obj)
 		if err != nil {
 			return nil, false, err
 		}
-		old, existed, _ = own.GetByKey(key)
 		return old, existed, own.updateKeyed(key, obj)
 	}
 	if old, existed, err = a.store.Get(obj); err == nil && existed {

@@ -365,13 +365,32 @@ func (m *listenerTestMetrics) NewBacklogCollapsesMetric(InformerNameAndResource,
 	return listenerTestCounter{&m.collapses}
 }
 
+// newGatedLagListener is a processor with one listener reporting its lag to
+// m, whose handler waits on r.gate for every call.
+func newGatedLagListener() (*listenerTestProcessor, *listenerTestMetrics, *listenerTestRecorder) {
+	m := &listenerTestMetrics{}
+	p := newListenerTestProcessor(0)
+	p.cfg.metrics = m
+	r := &listenerTestRecorder{gate: make(chan struct{})}
+	p.listen(r)
+	return p, m, r
+}
+
+// releaseAndExpectNoLag lets n handler calls through and checks that the
+// lag metrics drop to zero once they are done.
+func releaseAndExpectNoLag(t *testing.T, r *listenerTestRecorder, m *listenerTestMetrics, n int) {
+	t.Helper()
+	for range n {
+		r.gate <- struct{}{}
+	}
+	synctest.Wait()
+	assert.Equal(t, 0.0, m.pending.Load())
+	assert.Equal(t, 0.0, m.age.Load())
+}
+
 func TestHandlerLagMetricsAndSlowHandlerWarning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &listenerTestMetrics{}
-		p := newListenerTestProcessor(0)
-		p.cfg.metrics = m
-		r := &listenerTestRecorder{gate: make(chan struct{})}
-		p.listen(r)
+		p, m, r := newGatedLagListener()
 		stop := p.start()
 		p.upsert(newTestPod("ns", "a", "1"))
 		synctest.Wait() // first call in flight, nothing pending
@@ -380,12 +399,7 @@ func TestHandlerLagMetricsAndSlowHandlerWarning(t *testing.T) {
 		p.upsert(newTestPod("ns", "a", "3"))
 		assert.Equal(t, 2.0, m.pending.Load())
 		assert.Equal(t, 15.0, m.age.Load(), "age of the oldest pending notification")
-		for range 3 {
-			r.gate <- struct{}{}
-		}
-		synctest.Wait()
-		assert.Equal(t, 0.0, m.pending.Load())
-		assert.Equal(t, 0.0, m.age.Load())
+		releaseAndExpectNoLag(t, r, m, 3)
 		stop()
 	})
 	goleak.VerifyNone(t)
@@ -393,11 +407,7 @@ func TestHandlerLagMetricsAndSlowHandlerWarning(t *testing.T) {
 
 func TestHandlerLagCountsNotificationsTakenIntoABatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &listenerTestMetrics{}
-		p := newListenerTestProcessor(0)
-		p.cfg.metrics = m
-		r := &listenerTestRecorder{gate: make(chan struct{})}
-		p.listen(r)
+		p, m, r := newGatedLagListener()
 		for i := range 10 { // queued before start: one batch takes all ten
 			p.upsert(newTestPod("ns", fmt.Sprint(i), "1"))
 		}
@@ -408,12 +418,7 @@ func TestHandlerLagCountsNotificationsTakenIntoABatch(t *testing.T) {
 		p.upsert(newTestPod("ns", "late", "1"))
 		assert.Equal(t, 10.0, m.pending.Load())
 		assert.Equal(t, 15.0, m.age.Load(), "the oldest waiting notification is in the taken batch")
-		for range 11 {
-			r.gate <- struct{}{}
-		}
-		synctest.Wait()
-		assert.Equal(t, 0.0, m.pending.Load())
-		assert.Equal(t, 0.0, m.age.Load())
+		releaseAndExpectNoLag(t, r, m, 11)
 		stop()
 	})
 	goleak.VerifyNone(t)
@@ -481,11 +486,7 @@ func TestSetHandlerMetricsProviderIsTheDefault(t *testing.T) {
 
 func TestBacklogBoundCollapsesIntoResync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &listenerTestMetrics{}
-		p := newListenerTestProcessor(0)
-		p.cfg.metrics = m
-		r := &listenerTestRecorder{gate: make(chan struct{})}
-		p.listen(r)
+		p, m, r := newGatedLagListener()
 		// The handler already saw a@1, b@1, c@1, gone@1 and back@1; then its
 		// backlog gets bounded to 4.
 		for _, name := range []string{"a", "b", "c", "gone", "back"} {

@@ -101,13 +101,8 @@ const keyBufSize = 128
 func (c *cache) lookup(obj interface{}) (key string, old interface{}, exists bool, err error) {
 	if c.metaKeys {
 		if m, err := accessor(obj); err == nil {
-			ns, name := m.GetNamespace(), m.GetName()
-			if ns != "" && len(ns)+1+len(name) <= keyBufSize {
-				if key, old, exists = c.lookupParts(ns, name); !exists {
-					key = joinKey(ns, name)
-				}
-				return key, old, exists, nil
-			}
+			key, old, exists = c.lookupMeta(m.GetNamespace(), m.GetName())
+			return key, old, exists, nil
 		}
 	}
 	if key, err = c.keyOf(obj); err != nil {
@@ -115,6 +110,19 @@ func (c *cache) lookup(obj interface{}) (key string, old interface{}, exists boo
 	}
 	old, exists = c.storage.Get(key)
 	return key, old, exists, nil
+}
+
+// lookupMeta is lookup for the key namespace/name.
+func (c *cache) lookupMeta(ns, name string) (string, interface{}, bool) {
+	if ns != "" && len(ns)+1+len(name) <= keyBufSize {
+		if key, old, ok := c.lookupParts(ns, name); ok {
+			return key, old, true
+		}
+		return joinKey(ns, name), nil, false
+	}
+	key := joinKey(ns, name)
+	old, exists := c.storage.Get(key)
+	return key, old, exists
 }
 
 func (c *cache) lookupParts(ns, name string) (string, interface{}, bool) {

@@ -237,24 +237,29 @@ func (m Map[V]) Get(key string) (V, bool) {
 // GetKey is Get that also returns the key as stored, so that a caller who
 // built an equal string only for the lookup can keep the stored one.
 func (m Map[V]) GetKey(key string) (stored string, val V, ok bool) {
-	if m.dir == nil {
-		return "", val, false
-	}
-	h := hashOf(key)
-	t := m.dir.tables[m.dir.index(h)]
-	if i := t.find(h, key); i >= 0 {
-		return t.slots[i].key, t.slots[i].val, true
+	if m.dir != nil {
+		if s := m.slotOf(hashOf(key), key); s != nil {
+			return s.key, s.val, true
+		}
 	}
 	return "", val, false
 }
 
 func (m Map[V]) getHashed(h uint64, key string) (V, bool) {
-	t := m.dir.tables[m.dir.index(h)]
-	if i := t.find(h, key); i >= 0 {
-		return t.slots[i].val, true
+	if s := m.slotOf(h, key); s != nil {
+		return s.val, true
 	}
 	var zero V
 	return zero, false
+}
+
+// slotOf returns the slot holding key, whose hash is h, or nil.
+func (m Map[V]) slotOf(h uint64, key string) *slot[V] {
+	t := m.dir.tables[m.dir.index(h)]
+	if i := t.find(h, key); i >= 0 {
+		return &t.slots[i]
+	}
+	return nil
 }
 
 // Set stores val under key, changing parts owned by e in place and copying
