@@ -34,7 +34,9 @@ func init() {
 		benchCase{Name: "informer/events-4-handlers-after-50k-sync",
 			Ours: func(b *testing.B) { benchInformerEvents(b, oursInformer) }, Theirs: func(b *testing.B) { benchInformerEvents(b, theirsInformer) }},
 		benchCase{Name: "informer/fast-handlers-beside-1ms-handler",
-			Ours: func(b *testing.B) { benchInformerSlowHandler(b, oursInformer) }, Theirs: func(b *testing.B) { benchInformerSlowHandler(b, theirsInformer) }},
+			Ours: func(b *testing.B) { benchInformerDisturbed(b, oursInformer, slowHandler) }, Theirs: func(b *testing.B) { benchInformerDisturbed(b, theirsInformer, slowHandler) }},
+		benchCase{Name: "informer/fast-handlers-beside-1ms-sleeper",
+			Ours: func(b *testing.B) { benchInformerDisturbed(b, oursInformer, unattachedSleeper) }, Theirs: func(b *testing.B) { benchInformerDisturbed(b, theirsInformer, unattachedSleeper) }},
 		benchCase{Name: "informer/initial-sync-100k-list",
 			Ours: func(b *testing.B) { benchInformerInitialSync(b, oursInformer) }, Theirs: func(b *testing.B) { benchInformerInitialSync(b, theirsInformer) }},
 		benchCase{Name: "informer/late-handler-synced-after-100k-sync",
@@ -195,15 +197,29 @@ func benchInformerEvents(b *testing.B, impl informerImpl) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 }
 
-// benchInformerSlowHandler: three fast handlers beside one that sleeps 1ms
-// per update. One op is one event delivered to the fast handlers (timed:
-// the first run with the slow handler). The slowpenalty metric compares the
-// fast handlers' completion time with and without the slow handler (1.0 =
-// the slow handler costs the others nothing): runs of the two kinds
-// alternate in pairs, each pair in the other order than the last, so that
-// a noisy neighbour on a shared machine and warm-up hit both alike; the
-// median of the pairs' ratios is reported.
-func benchInformerSlowHandler(b *testing.B, impl informerImpl) {
+// disturbance is what runs beside the fast handlers in a disturbed run.
+type disturbance int
+
+const (
+	// slowHandler is a fourth handler that sleeps 1ms per update.
+	slowHandler disturbance = iota
+	// unattachedSleeper is a goroutine that sleeps 1ms in a loop and has
+	// nothing to do with the informer: the control for slowHandler, which
+	// separates what a slow handler costs through the informer from what
+	// a goroutine waking every millisecond costs the process anyway.
+	unattachedSleeper
+)
+
+// benchInformerDisturbed: three fast handlers, with or without a
+// disturbance. One op is one event delivered to the fast handlers (timed:
+// the first disturbed run). The reported penalty compares the fast
+// handlers' completion time with and without the disturbance (1.0 = it
+// costs them nothing): slowpenalty for a slow handler, sleeperpenalty for
+// the unattached sleeper. Runs of the two kinds alternate in pairs, each
+// pair in the other order than the last, so that a noisy neighbour on a
+// shared machine and warm-up hit both alike; the median of the pairs'
+// ratios is reported.
+func benchInformerDisturbed(b *testing.B, impl informerImpl, d disturbance) {
 	b.StopTimer()
 	const pairs = 7
 	ratios := make([]float64, pairs)
@@ -213,33 +229,41 @@ func benchInformerSlowHandler(b *testing.B, impl informerImpl) {
 		}
 		var with, alone time.Duration
 		if i%2 == 0 {
-			with = benchFastHandlersRun(b, impl, true)
+			with = benchFastHandlersRun(b, impl, &d)
 			b.StopTimer()
-			alone = benchFastHandlersRun(b, impl, false)
+			alone = benchFastHandlersRun(b, impl, nil)
 		} else {
-			alone = benchFastHandlersRun(b, impl, false)
-			with = benchFastHandlersRun(b, impl, true)
+			alone = benchFastHandlersRun(b, impl, nil)
+			with = benchFastHandlersRun(b, impl, &d)
 		}
 		ratios[i] = float64(with) / float64(alone)
 	}
 	slices.Sort(ratios)
-	b.ReportMetric(ratios[pairs/2], "slowpenalty")
+	metric := "slowpenalty"
+	if d == unattachedSleeper {
+		metric = "sleeperpenalty"
+	}
+	b.ReportMetric(ratios[pairs/2], metric)
 }
 
 // benchFastHandlersRun times b.N events through three counting handlers,
-// optionally beside a handler sleeping 1ms per update.
-func benchFastHandlersRun(b *testing.B, impl informerImpl, withSlow bool) time.Duration {
+// beside the disturbance d if it is not nil.
+func benchFastHandlersRun(b *testing.B, impl informerImpl, d *disturbance) time.Duration {
 	const n = 10000
 	counters := []*benchCounter{newBenchCounter(), newBenchCounter(), newBenchCounter()}
 	hs := []clientcache.ResourceEventHandler{counters[0], counters[1], counters[2]}
 	for _, c := range counters {
 		c.expect(-1)
 	}
-	if withSlow {
+	if d != nil && *d == slowHandler {
 		slow := newBenchCounter()
 		slow.expect(-1)
 		slow.delay = time.Millisecond
 		hs = append(hs, slow)
+	}
+	if d != nil && *d == unattachedSleeper {
+		stop := startSleeper()
+		defer stop()
 	}
 	r := startBenchInformer(b, impl, n, hs...)
 	defer r.stop()
@@ -252,6 +276,23 @@ func benchFastHandlersRun(b *testing.B, impl informerImpl, withSlow bool) time.D
 		<-c.done
 	}
 	return time.Since(start)
+}
+
+// startSleeper starts a goroutine that sleeps 1ms in a loop until the
+// returned function is called; that function waits for it to exit.
+func startSleeper() (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // benchInformerLateHandler: a 100k-object cache; one op adds a handler,

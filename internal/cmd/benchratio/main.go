@@ -1,9 +1,15 @@
-// Command benchratio runs each benchmark case twice in one process, once on
-// openinformer and once on client-go's tools/cache, and prints the ratio
+// Command benchratio runs each benchmark case on openinformer and on
+// client-go's tools/cache in one process and prints the ratio
 // ours/client-go for every metric. Ratios, not absolute numbers, are what is
 // comparable on a shared, noisy machine.
 //
-// Usage: go run ./internal/cmd/benchratio [-run REGEXP] [-benchtime 1s]
+// With -rounds N each case runs N times on each side, alternating which
+// side goes first, and every column is a median: a neighbour's burst of
+// load then skews one round's ratio instead of the answer. The range of
+// the per-round ratios is printed beside it, so that a difference smaller
+// than the noise is seen to be one.
+//
+// Usage: go run ./internal/cmd/benchratio [-run REGEXP] [-rounds N] [-benchtime 1s]
 package main
 
 import (
@@ -11,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -31,40 +38,83 @@ func register(cs ...benchCase) { cases = append(cases, cs...) }
 func main() {
 	testing.Init()
 	run := flag.String("run", ".", "only cases whose name matches this regexp")
+	rounds := flag.Int("rounds", 1, "runs of each side per case; columns are medians")
 	flag.Parse()
 	re, err := regexp.Compile(*run)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchratio:", err)
+	if err != nil || *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "benchratio: bad -run or -rounds:", err)
 		os.Exit(2)
 	}
 	sort.SliceStable(cases, func(i, j int) bool { return cases[i].Name < cases[j].Name })
-	fmt.Printf("%-48s %-14s %14s %14s %9s\n", "case", "metric", "ours", "client-go", "ratio")
+	fmt.Printf("%-48s %-14s %14s %14s %9s  %s\n", "case", "metric", "ours", "client-go", "ratio", "range")
 	for _, c := range cases {
 		if re.MatchString(c.Name) {
-			report(c.Name, testing.Benchmark(c.Ours), testing.Benchmark(c.Theirs))
+			ours, theirs := measure(c, *rounds)
+			report(c.Name, ours, theirs)
 		}
 	}
 }
 
-func report(name string, ours, theirs testing.BenchmarkResult) {
-	row := func(metric string, o, t float64) {
-		ratio := "n/a"
-		if t != 0 {
-			ratio = fmt.Sprintf("%.3fx", o/t)
+// measure runs c rounds times per side, each round in the other order than
+// the last, so that warm-up and drift hit both sides alike.
+func measure(c benchCase, rounds int) (ours, theirs []testing.BenchmarkResult) {
+	for r := range rounds {
+		if r%2 == 0 {
+			ours = append(ours, testing.Benchmark(c.Ours))
+			theirs = append(theirs, testing.Benchmark(c.Theirs))
+		} else {
+			theirs = append(theirs, testing.Benchmark(c.Theirs))
+			ours = append(ours, testing.Benchmark(c.Ours))
 		}
-		fmt.Printf("%-48s %-14s %14s %14s %9s\n", name, metric, number(o), number(t), ratio)
 	}
-	row("ns/op", float64(ours.NsPerOp()), float64(theirs.NsPerOp()))
-	row("allocs/op", float64(ours.AllocsPerOp()), float64(theirs.AllocsPerOp()))
-	row("B/op", float64(ours.AllocedBytesPerOp()), float64(theirs.AllocedBytesPerOp()))
-	keys := make([]string, 0, len(ours.Extra))
-	for k := range ours.Extra {
+	return ours, theirs
+}
+
+// metric extracts one figure from a result.
+type metric func(testing.BenchmarkResult) float64
+
+func report(name string, ours, theirs []testing.BenchmarkResult) {
+	row := func(label string, m metric) {
+		o, t := make([]float64, len(ours)), make([]float64, len(theirs))
+		var ratios []float64
+		for i := range ours {
+			o[i], t[i] = m(ours[i]), m(theirs[i])
+			if t[i] != 0 {
+				ratios = append(ratios, o[i]/t[i])
+			}
+		}
+		ratio, spread := "n/a", ""
+		if len(ratios) > 0 {
+			slices.Sort(ratios)
+			ratio = fmt.Sprintf("%.3fx", median(ratios))
+			if len(ratios) > 1 {
+				spread = fmt.Sprintf("%.3f–%.3f", ratios[0], ratios[len(ratios)-1])
+			}
+		}
+		fmt.Printf("%-48s %-14s %14s %14s %9s  %s\n", name, label, number(median(o)), number(median(t)), ratio, spread)
+	}
+	row("ns/op", func(r testing.BenchmarkResult) float64 { return float64(r.NsPerOp()) })
+	row("allocs/op", func(r testing.BenchmarkResult) float64 { return float64(r.AllocsPerOp()) })
+	row("B/op", func(r testing.BenchmarkResult) float64 { return float64(r.AllocedBytesPerOp()) })
+	keys := make([]string, 0, len(ours[0].Extra))
+	for k := range ours[0].Extra {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		row(k, ours.Extra[k], theirs.Extra[k])
+		row(k, func(r testing.BenchmarkResult) float64 { return r.Extra[k] })
 	}
+}
+
+// median of xs, which it sorts; the mean of the middle two for an even
+// count.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // number prints large values with one decimal and small ones, such as

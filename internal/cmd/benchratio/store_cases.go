@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -146,6 +147,7 @@ func benchStoreGet(impl storeBenchImpl) func(b *testing.B) {
 	return func(b *testing.B) {
 		s := filledStore(impl, storeBenchSize)
 		keys := s.ListKeys()
+		runtime.GC()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
