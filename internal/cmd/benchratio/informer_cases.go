@@ -35,6 +35,8 @@ func init() {
 			Ours: func(b *testing.B) { benchInformerEvents(b, oursInformer) }, Theirs: func(b *testing.B) { benchInformerEvents(b, theirsInformer) }},
 		benchCase{Name: "informer/fast-handlers-beside-1ms-handler",
 			Ours: func(b *testing.B) { benchInformerDisturbed(b, oursInformer, slowHandler) }, Theirs: func(b *testing.B) { benchInformerDisturbed(b, theirsInformer, slowHandler) }},
+		benchCase{Name: "informer/fast-handlers-beside-blocked-handler",
+			Ours: func(b *testing.B) { benchInformerDisturbed(b, oursInformer, blockedHandler) }, Theirs: func(b *testing.B) { benchInformerDisturbed(b, theirsInformer, blockedHandler) }},
 		benchCase{Name: "informer/fast-handlers-beside-1ms-sleeper",
 			Ours: func(b *testing.B) { benchInformerDisturbed(b, oursInformer, unattachedSleeper) }, Theirs: func(b *testing.B) { benchInformerDisturbed(b, theirsInformer, unattachedSleeper) }},
 		benchCase{Name: "informer/initial-sync-100k-list",
@@ -208,14 +210,24 @@ const (
 	// separates what a slow handler costs through the informer from what
 	// a goroutine waking every millisecond costs the process anyway.
 	unattachedSleeper
+	// blockedHandler is a fourth handler whose every update blocks until
+	// the run ends: its backlog grows as the slow handler's does, without
+	// any timer, so it measures what the growing backlog costs.
+	blockedHandler
 )
+
+// penaltyMetric names the metric each disturbance reports.
+var penaltyMetric = map[disturbance]string{
+	slowHandler:       "slowpenalty",
+	unattachedSleeper: "sleeperpenalty",
+	blockedHandler:    "blockpenalty",
+}
 
 // benchInformerDisturbed: three fast handlers, with or without a
 // disturbance. One op is one event delivered to the fast handlers (timed:
 // the first disturbed run). The reported penalty compares the fast
 // handlers' completion time with and without the disturbance (1.0 = it
-// costs them nothing): slowpenalty for a slow handler, sleeperpenalty for
-// the unattached sleeper. Runs of the two kinds alternate in pairs, each
+// costs them nothing), reported under penaltyMetric. Runs of the two kinds alternate in pairs, each
 // pair in the other order than the last, so that a noisy neighbour on a
 // shared machine and warm-up hit both alike; the median of the pairs'
 // ratios is reported.
@@ -239,11 +251,7 @@ func benchInformerDisturbed(b *testing.B, impl informerImpl, d disturbance) {
 		ratios[i] = float64(with) / float64(alone)
 	}
 	slices.Sort(ratios)
-	metric := "slowpenalty"
-	if d == unattachedSleeper {
-		metric = "sleeperpenalty"
-	}
-	b.ReportMetric(ratios[pairs/2], metric)
+	b.ReportMetric(ratios[pairs/2], penaltyMetric[d])
 }
 
 // benchFastHandlersRun times b.N events through three counting handlers,
@@ -261,12 +269,22 @@ func benchFastHandlersRun(b *testing.B, impl informerImpl, d *disturbance) time.
 		slow.delay = time.Millisecond
 		hs = append(hs, slow)
 	}
+	var unblock chan struct{}
+	if d != nil && *d == blockedHandler {
+		unblock = make(chan struct{})
+		hs = append(hs, clientcache.ResourceEventHandlerFuncs{UpdateFunc: func(interface{}, interface{}) { <-unblock }})
+	}
 	if d != nil && *d == unattachedSleeper {
 		stop := startSleeper()
 		defer stop()
 	}
 	r := startBenchInformer(b, impl, n, hs...)
 	defer r.stop()
+	if unblock != nil {
+		// Deferred after stop, so run before it: stopping waits for the
+		// blocked handler to return.
+		defer close(unblock)
+	}
 	for _, c := range counters {
 		c.expect(int64(b.N))
 	}
