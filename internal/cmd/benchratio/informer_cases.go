@@ -225,12 +225,12 @@ var penaltyMetric = map[disturbance]string{
 
 // benchInformerDisturbed: three fast handlers, with or without a
 // disturbance. One op is one event delivered to the fast handlers (timed:
-// the first disturbed run). The reported penalty compares the fast
-// handlers' completion time with and without the disturbance (1.0 = it
-// costs them nothing), reported under penaltyMetric. Runs of the two kinds alternate in pairs, each
-// pair in the other order than the last, so that a noisy neighbour on a
-// shared machine and warm-up hit both alike; the median of the pairs'
-// ratios is reported.
+// the first disturbed run). The penalty, reported under penaltyMetric,
+// compares the fast handlers' completion time with and without the
+// disturbance (1.0 = it costs them nothing). Runs of the two kinds
+// alternate in pairs, each pair in the other order than the last, so that
+// a noisy neighbour on a shared machine and warm-up hit both alike; the
+// median of the pairs' ratios is reported.
 func benchInformerDisturbed(b *testing.B, impl informerImpl, d disturbance) {
 	b.StopTimer()
 	const pairs = 7
