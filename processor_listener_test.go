@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -670,3 +671,20 @@ type clientcacheForeignHandle struct{}
 
 func (clientcacheForeignHandle) HasSynced() bool               { return false }
 func (clientcacheForeignHandle) HasSyncedChecker() DoneChecker { return nil }
+
+// A lagging handler's backlog is mostly notifications, so their size is
+// the backlog's memory per pending event.
+func TestNotificationTakes40Bytes(t *testing.T) {
+	assert.Equal(t, uintptr(40), unsafe.Sizeof(notification{}))
+}
+
+// Ages are right across the 32-bit wrap of the millisecond stamp.
+func TestStampAgeAcrossWrap(t *testing.T) {
+	wrap := time.Duration(1<<32) * time.Millisecond
+	for _, at := range []time.Duration{0, time.Hour, wrap - time.Second, wrap, 3*wrap + 5*time.Second} {
+		s := stampAt(at)
+		assert.Equal(t, time.Duration(0), s.age(at), "at %v", at)
+		assert.Equal(t, 90*time.Second, s.age(at+90*time.Second), "at %v", at)
+		assert.Equal(t, 24*time.Hour, s.age(at+24*time.Hour), "at %v", at)
+	}
+}
