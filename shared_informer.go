@@ -38,9 +38,9 @@ type SharedIndexInformerOptions struct {
 	//
 	// When a handler has this many notifications waiting (besides the at
 	// most 64 its goroutine has already taken, which are delivered first)
-	// and another one arrives, its backlog is collapsed: the waiting notifications are
-	// dropped and only the keys they touched are remembered, each with what
-	// the handler last saw for it. Until the handler catches up, further
+	// and another one arrives, its backlog is collapsed: the waiting
+	// notifications are dropped and only the keys they touched are
+	// remembered, each with what the handler last saw for it. Until the handler catches up, further
 	// notifications only add keys. When the handler next asks for work it
 	// receives, for every remembered key in sorted key order, the
 	// notifications that take it from its last seen state to the cache's

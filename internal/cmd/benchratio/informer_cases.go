@@ -203,8 +203,10 @@ func benchInformerEvents(b *testing.B, impl informerImpl) {
 type disturbance int
 
 const (
+	// undisturbed is the baseline run: the fast handlers alone.
+	undisturbed disturbance = iota
 	// slowHandler is a fourth handler that sleeps 1ms per update.
-	slowHandler disturbance = iota
+	slowHandler
 	// unattachedSleeper is a goroutine that sleeps 1ms in a loop and has
 	// nothing to do with the informer: the control for slowHandler, which
 	// separates what a slow handler costs through the informer from what
@@ -241,12 +243,12 @@ func benchInformerDisturbed(b *testing.B, impl informerImpl, d disturbance) {
 		}
 		var with, alone time.Duration
 		if i%2 == 0 {
-			with = benchFastHandlersRun(b, impl, &d)
+			with = benchFastHandlersRun(b, impl, d)
 			b.StopTimer()
-			alone = benchFastHandlersRun(b, impl, nil)
+			alone = benchFastHandlersRun(b, impl, undisturbed)
 		} else {
-			alone = benchFastHandlersRun(b, impl, nil)
-			with = benchFastHandlersRun(b, impl, &d)
+			alone = benchFastHandlersRun(b, impl, undisturbed)
+			with = benchFastHandlersRun(b, impl, d)
 		}
 		ratios[i] = float64(with) / float64(alone)
 	}
@@ -255,28 +257,26 @@ func benchInformerDisturbed(b *testing.B, impl informerImpl, d disturbance) {
 }
 
 // benchFastHandlersRun times b.N events through three counting handlers,
-// beside the disturbance d if it is not nil.
-func benchFastHandlersRun(b *testing.B, impl informerImpl, d *disturbance) time.Duration {
+// beside the disturbance d.
+func benchFastHandlersRun(b *testing.B, impl informerImpl, d disturbance) time.Duration {
 	const n = 10000
 	counters := []*benchCounter{newBenchCounter(), newBenchCounter(), newBenchCounter()}
 	hs := []clientcache.ResourceEventHandler{counters[0], counters[1], counters[2]}
 	for _, c := range counters {
 		c.expect(-1)
 	}
-	if d != nil && *d == slowHandler {
+	var unblock chan struct{}
+	switch d {
+	case slowHandler:
 		slow := newBenchCounter()
 		slow.expect(-1)
 		slow.delay = time.Millisecond
 		hs = append(hs, slow)
-	}
-	var unblock chan struct{}
-	if d != nil && *d == blockedHandler {
+	case blockedHandler:
 		unblock = make(chan struct{})
 		hs = append(hs, clientcache.ResourceEventHandlerFuncs{UpdateFunc: func(interface{}, interface{}) { <-unblock }})
-	}
-	if d != nil && *d == unattachedSleeper {
-		stop := startSleeper()
-		defer stop()
+	case unattachedSleeper:
+		defer startSleeper()()
 	}
 	r := startBenchInformer(b, impl, n, hs...)
 	defer r.stop()
