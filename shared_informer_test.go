@@ -450,8 +450,12 @@ func TestBacklogBoundInformerHandlerConvergesOnCache(t *testing.T) {
 	informerTestWait(t, "informer sync", inf.HasSyncedChecker())
 	assert.False(t, slowReg.HasSynced(), "slow handler is stuck in its first initial add")
 	exists := map[string]bool{"k0": true, "k1": true, "k2": true}
+	k1Changes := 1 // its initial add
 	for i := 0; i < 300; i++ {
 		name := fmt.Sprintf("k%d", (i*7)%13)
+		if name == "k1" {
+			k1Changes++
+		}
 		switch {
 		case !exists[name]:
 			s.apply(watch.Added, name)
@@ -494,7 +498,9 @@ func TestBacklogBoundInformerHandlerConvergesOnCache(t *testing.T) {
 		cached[k] = rv
 	}
 	assert.Equal(t, cached, view)
-	assert.Less(t, len(slow.sequences(false)["ns/k1"]), len(fast.sequences(false)["ns/k1"]), "the slow handler skipped intermediate states")
+	// Not compared with the fast handler: under load it may lag past the
+	// bound too, and collapse.
+	assert.Less(t, len(slow.sequences(false)["ns/k1"]), k1Changes, "the slow handler skipped intermediate states")
 	assert.Positive(t, m.collapses.Load())
 	stop()
 	goleak.VerifyNone(t)
