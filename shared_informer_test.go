@@ -513,6 +513,8 @@ type informerConsistencyChecker struct {
 	view       map[string]string
 	violations []string
 	slow       bool
+	// gate, if non-nil, holds every call until it is closed.
+	gate chan struct{}
 }
 
 func (c *informerConsistencyChecker) violate(format string, args ...interface{}) {
@@ -532,6 +534,9 @@ func (c *informerConsistencyChecker) OnAdd(obj interface{}, _ bool) {
 
 // pause makes a slow checker fall behind, so its backlog collapses.
 func (c *informerConsistencyChecker) pause() {
+	if c.gate != nil {
+		<-c.gate
+	}
 	if c.slow {
 		time.Sleep(200 * time.Microsecond)
 	}
@@ -565,6 +570,11 @@ func TestP2_HandlersJoiningLeavingAndCollapsingStayConsistentPerKey(t *testing.T
 	inf := NewSharedIndexInformerWithOptions(lw, &v1.Pod{}, SharedIndexInformerOptions{MaxPendingNotificationsPerHandler: 16, HandlerMetricsProvider: m})
 	stop := informerTestRun(inf)
 	informerTestWait(t, "sync", inf.HasSyncedChecker())
+	// Held in its first call until the churn is over, this one's backlog
+	// collapses whatever the machine's speed.
+	held := &informerConsistencyChecker{view: map[string]string{}, gate: make(chan struct{})}
+	heldReg, err := inf.AddEventHandler(held)
+	require.NoError(t, err)
 
 	churnDone := make(chan struct{})
 	go func() {
@@ -603,6 +613,8 @@ func TestP2_HandlersJoiningLeavingAndCollapsingStayConsistentPerKey(t *testing.T
 		time.Sleep(time.Millisecond)
 	}
 	<-churnDone
+	close(held.gate)
+	live = append(live, joined{held, heldReg})
 	s.apply(watch.Added, "marker")
 	final := s.rv()
 	for _, j := range live {
