@@ -441,16 +441,7 @@ var unbatchableFormat = "Delta type %s is not supported in batch processing"
 func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 	txnStore, ok := a.store.(TransactionStore)
 	if !ok {
-		var errs []error
-		for _, d := range deltas {
-			if err := a.applyOne(d, isInInitialList); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("unexpected error when handling deltas: %v", errs)
-		}
-		return nil
+		return a.applyEach(deltas, isInInitialList)
 	}
 	// This package's store takes writes with their keys, so each key is
 	// computed once for both the lookup and the write.
@@ -459,32 +450,9 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 	defer bufs.release()
 	txns, notes := bufs.txns, bufs.notes
 	for i, d := range deltas {
-		t := &txns[i]
-		t.Object = d.Object
-		switch d.Type {
-		case Added, Updated, Replaced, Sync:
-			var old interface{}
-			var exists bool
-			if keyed {
-				old, exists, keyed = a.lookupKeyed(own, t)
-			} else {
-				old, exists, _ = a.store.Get(d.Object)
-			}
-			if exists {
-				t.Type = TransactionTypeUpdate
-				notes[i] = notification{kind: updateNotification, oldObj: old, newObj: d.Object}
-			} else {
-				t.Type = TransactionTypeAdd
-				notes[i] = notification{kind: addNotification, newObj: d.Object, initial: isInInitialList}
-			}
-		case Deleted:
-			t.Type = TransactionTypeDelete
-			notes[i] = notification{kind: deleteNotification, oldObj: d.Object}
-			if keyed {
-				_, _, keyed = a.lookupKeyed(own, t)
-			}
-		default:
-			return fmt.Errorf(unbatchableFormat, d.Type)
+		var err error
+		if keyed, err = a.plan(own, keyed, d, isInInitialList, &txns[i], &notes[i]); err != nil {
+			return err
 		}
 	}
 	if txnErr := a.commitBatch(txnStore, own, keyed, txns); txnErr != nil {
@@ -497,6 +465,55 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 	}
 	a.notifyAll(notes)
 	return nil
+}
+
+// applyEach applies deltas one by one, for a store without transactions,
+// and reports every failure together.
+func (a deltaApplier) applyEach(deltas []Delta, isInInitialList bool) error {
+	var errs []error
+	for _, d := range deltas {
+		if err := a.applyOne(d, isInInitialList); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("unexpected error when handling deltas: %v", errs)
+	}
+	return nil
+}
+
+// plan fills t, the transaction for d, and n, the notification it gives
+// once written; whether that is an add or an update depends on what the
+// store holds now. keyed says whether t carries its key for this package's
+// store own, and the result whether it still does.
+func (a deltaApplier) plan(own *cache, keyed bool, d Delta, isInInitialList bool, t *ThreadSafeStoreTransaction, n *notification) (bool, error) {
+	t.Object = d.Object
+	switch d.Type {
+	case Added, Updated, Replaced, Sync:
+		var old interface{}
+		var exists bool
+		if keyed {
+			old, exists, keyed = a.lookupKeyed(own, t)
+		} else {
+			old, exists, _ = a.store.Get(d.Object)
+		}
+		if exists {
+			t.Type = TransactionTypeUpdate
+			*n = notification{kind: updateNotification, oldObj: old, newObj: d.Object}
+		} else {
+			t.Type = TransactionTypeAdd
+			*n = notification{kind: addNotification, newObj: d.Object, initial: isInInitialList}
+		}
+	case Deleted:
+		t.Type = TransactionTypeDelete
+		*n = notification{kind: deleteNotification, oldObj: d.Object}
+		if keyed {
+			_, _, keyed = a.lookupKeyed(own, t)
+		}
+	default:
+		return keyed, fmt.Errorf(unbatchableFormat, d.Type)
+	}
+	return keyed, nil
 }
 
 // batchBuffers are processBatch's per-batch slices. They are pooled because
