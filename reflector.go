@@ -181,12 +181,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		logger = *options.Logger
 	}
 	r.logger = klog.LoggerWithName(logger, r.name)
-	r.useWatchList = clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient)
-	if r.useWatchList && watchlist.DoesClientNotSupportWatchListSemantics(lw) {
-		r.logger.V(2).Info("The client used to build this reflector does not support WatchList semantics; streaming is disabled. This is expected in unit tests but not in production.",
-			"feature", clientfeatures.WatchListClient)
-		r.useWatchList = false
-	}
+	r.useWatchList = watchListEnabled(lw, r.logger)
 	r.machine = reflectorfsm.New(reflectorfsm.Config{
 		TypeDescription: r.typeDescription,
 		UseWatchList:    r.useWatchList,
@@ -196,6 +191,20 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	})
 	r.descriptor = reflectorDescriptor(r.name, r.typeDescription)
 	return r
+}
+
+// watchListEnabled reports whether a reflector on lw streams its initial
+// list: the WatchListClient gate is on and lw's client supports it.
+func watchListEnabled(lw ListerWatcher, logger klog.Logger) bool {
+	if !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
+		return false
+	}
+	if watchlist.DoesClientNotSupportWatchListSemantics(lw) {
+		logger.V(2).Info("The client used to build this reflector does not support WatchList semantics; streaming is disabled. This is expected in unit tests but not in production.",
+			"feature", clientfeatures.WatchListClient)
+		return false
+	}
+	return true
 }
 
 // listerWatcherOrNil keeps a missing ListerWatcher missing, so that
