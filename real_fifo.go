@@ -2,6 +2,8 @@ package cache
 
 import (
 	"fmt"
+	"hash/maphash"
+	"math/bits"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -92,9 +94,10 @@ type RealFIFO struct {
 	metrics        queueMetrics
 	measureLatency bool
 
-	// batchSeen is PopBatch's scratch set of keys, kept between calls so a
-	// steady stream of batches does not allocate a map per batch.
-	batchSeen map[queueIdent]struct{}
+	// batchSeen is PopBatch's scratch set of key hashes, kept between calls
+	// so a steady stream of batches allocates nothing for it.
+	batchSeen hashSet
+	keySeed   maphash.Seed
 }
 
 var (
@@ -135,6 +138,7 @@ func NewRealFIFOWithOptions(opts RealFIFOOptions) *RealFIFO {
 		identifier:            opts.Identifier,
 		metrics:               newQueueMetrics(opts.Identifier, opts.MetricsProvider),
 		measureLatency:        opts.Identifier.Reserved(),
+		keySeed:               maphash.MakeSeed(),
 	}
 	f.keys.unwrapDelta = true
 	if opts.Logger != nil {
@@ -492,19 +496,18 @@ func (f *RealFIFO) takeBatchLocked() []Delta {
 	return deltas
 }
 
-// batchLenLocked measures the run of deltas at the head that form one batch.
+// batchLenLocked measures the run of deltas at the head that form one batch:
+// it ends before a key seen earlier in the run (by hash, so a collision
+// only ends it early) and after a delta without a key.
 func (f *RealFIFO) batchLenLocked() int {
 	limit := min(f.items.Len(), realFIFOBatchSize)
 	if f.sync.initial > 0 {
 		limit = min(limit, f.sync.initial)
 	}
-	if !isBatchable(f.items.At(0).Type) {
+	if limit == 1 || !isBatchable(f.items.At(0).Type) {
 		return 1
 	}
-	if f.batchSeen == nil {
-		f.batchSeen = make(map[queueIdent]struct{})
-	}
-	defer clear(f.batchSeen)
+	f.batchSeen.reset(limit)
 	for i := 0; i < limit; i++ {
 		d := f.items.At(i)
 		if !isBatchable(d.Type) {
@@ -514,12 +517,50 @@ func (f *RealFIFO) batchLenLocked() int {
 		if err != nil {
 			return i + 1
 		}
-		if _, dup := f.batchSeen[id]; dup {
+		if !f.batchSeen.add(identHash(f.keySeed, id)) {
 			return i
 		}
-		f.batchSeen[id] = struct{}{}
 	}
 	return limit
+}
+
+// identHash hashes id, never to 0. Equal idents hash alike; unequal ones
+// that collide only end a batch early.
+func identHash(seed maphash.Seed, id queueIdent) uint64 {
+	h := bits.RotateLeft64(maphash.String(seed, id.namespace), 29) ^ maphash.String(seed, id.name)
+	if id.slash {
+		h = ^h
+	}
+	return max(h, 1)
+}
+
+// hashSet is a set of nonzero hashes in an open-addressing table, emptied
+// and sized for each batch.
+type hashSet struct{ slots []uint64 }
+
+// reset empties the set and makes room for n hashes at most half full.
+func (s *hashSet) reset(n int) {
+	size := 1 << bits.Len(uint(2*n-1))
+	if cap(s.slots) < size {
+		s.slots = make([]uint64, size)
+		return
+	}
+	s.slots = s.slots[:size]
+	clear(s.slots)
+}
+
+// add inserts h and reports whether it was absent.
+func (s *hashSet) add(h uint64) bool {
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.slots[i] {
+		case 0:
+			s.slots[i] = h
+			return true
+		case h:
+			return false
+		}
+	}
 }
 
 // isBatchable reports whether deltas of type t may share a batch: per-object

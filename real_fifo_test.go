@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"testing"
@@ -528,6 +529,27 @@ func TestR9_PopBatchKeyErrorEndsBatchIncludingBadItem(t *testing.T) {
 	got := rfifoPopBatch(t, f)
 	assert.Equal(t, []string{"Added ns/a", "Added ns/b"}, got.Deltas)
 	assert.Equal(t, rfifoBatch{Single: true, Deltas: []string{"Added ns/c"}}, rfifoPopBatch(t, f))
+}
+
+// PopBatch finds repeated keys through a set of key hashes: a hash seen
+// twice ends the batch, so a collision between two keys only ends a batch
+// early, and the set forgets everything between batches.
+func TestR9_BatchKeySetEndsBatchesOnlyEarly(t *testing.T) {
+	var s hashSet
+	s.reset(3)
+	assert.Len(t, s.slots, 8, "room for 3 at most half full")
+	assert.True(t, s.add(5))
+	assert.True(t, s.add(13), "same slot, another hash")
+	assert.False(t, s.add(5))
+	assert.False(t, s.add(13))
+	s.reset(1000)
+	assert.Len(t, s.slots, 2048)
+	assert.True(t, s.add(5), "forgotten by reset")
+
+	seed := maphash.MakeSeed()
+	pod := queueIdent{namespace: "ns", name: "a", slash: true}
+	assert.Equal(t, identHash(seed, pod), identHash(seed, identOfKey("ns/a")), "a tombstone's key hashes as its object")
+	assert.NotEqual(t, identHash(seed, identOfKey("/a")), identHash(seed, identOfKey("a")), "the slash is part of the key")
 }
 
 func TestR10_UnlockWhileProcessingReleasesLock(t *testing.T) {
