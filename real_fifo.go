@@ -94,8 +94,9 @@ type RealFIFO struct {
 	metrics        queueMetrics
 	measureLatency bool
 
-	// batchSeen is PopBatch's scratch set of key hashes, kept between calls
-	// so a steady stream of batches allocates nothing for it.
+	// batchSeen is PopBatch's scratch set of key hashes (seeded by
+	// keySeed), kept between calls so a steady stream of batches allocates
+	// nothing for it.
 	batchSeen hashSet
 	keySeed   maphash.Seed
 }

@@ -40,11 +40,11 @@ type SharedIndexInformerOptions struct {
 	// most 64 its goroutine has already taken, which are delivered first)
 	// and another one arrives, its backlog is collapsed: the waiting
 	// notifications are dropped and only the keys they touched are
-	// remembered, each with what the handler last saw for it. Until the handler catches up, further
-	// notifications only add keys. When the handler next asks for work it
-	// receives, for every remembered key in sorted key order, the
-	// notifications that take it from its last seen state to the cache's
-	// current state:
+	// remembered, each with what the handler last saw for it. Until the
+	// handler catches up, further notifications only add keys. When the
+	// handler next asks for work it receives, for every remembered key in
+	// sorted key order, the notifications that take it from its last seen
+	// state to the cache's current state:
 	//   - existed before and now: OnUpdate(lastSeen, current);
 	//   - new: OnAdd(current, isInInitialList of the dropped add);
 	//   - gone: OnDelete(DeletedFinalStateUnknown{Key, Obj: lastSeen});
