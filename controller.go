@@ -109,9 +109,8 @@ func (c *controller) LastSyncResourceVersion() string {
 	return c.reflector.LastSyncResourceVersion()
 }
 
-// processLoop pops until ctx ends or the queue is closed. Processing errors
-// drop the item: the queue has no requeue, and the next relist repairs the
-// store.
+// processLoop pops until ctx ends or the queue is closed. A processing
+// error is reported and the item dropped: the queue has no requeue.
 func (c *controller) processLoop(ctx context.Context) {
 	batchQueue, canBatch := c.config.Queue.(QueueWithBatch)
 	useBatch := canBatch && c.config.ProcessBatch != nil &&
@@ -124,8 +123,11 @@ func (c *controller) processLoop(ctx context.Context) {
 		} else {
 			_, err = c.config.Queue.Pop(process)
 		}
-		if errors.Is(err, ErrFIFOClosed) {
+		switch {
+		case errors.Is(err, ErrFIFOClosed):
 			return
+		case err != nil:
+			utilruntime.HandleErrorWithContext(ctx, err, "Popped item not fully processed")
 		}
 	}
 }
@@ -335,19 +337,25 @@ func (a deltaApplier) write(obj interface{}) (old interface{}, existed bool, err
 // replaceAll swaps the store's contents for info's list, then reports the
 // difference: a tombstone (holding the stored object) for every key that is
 // gone, then an update or add per listed object in list order. The store is
-// replaced first so that handlers already read the new state.
+// replaced first so that handlers already read the new state. An object
+// without a key is reported and left out; the others are stored.
 func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
 	if own, ok := a.store.(*cache); ok {
-		return a.replaceAllKeyed(own, info, isInInitialList)
+		a.replaceAllKeyed(own, info, isInInitialList)
+		return nil
 	}
 	listed := make(map[string]struct{}, len(info.Objects))
+	objs := make([]interface{}, 0, len(info.Objects))
 	for _, obj := range info.Objects {
 		key, err := a.keyFunc(obj)
 		if err != nil {
-			return KeyError{Obj: obj, Err: err}
+			a.reportDropped(KeyError{Obj: obj, Err: err})
+			continue
 		}
 		listed[key] = struct{}{}
+		objs = append(objs, obj)
 	}
+	info.Objects = objs
 	var gone []DeletedFinalStateUnknown
 	for _, key := range a.store.ListKeys() {
 		if _, ok := listed[key]; ok {
@@ -386,33 +394,34 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 // computed once, and what was stored before (for tombstones and for add
 // versus update) is read from the replaced content after the swap instead
 // of looked up key by key beforehand.
-func (a deltaApplier) replaceAllKeyed(own *cache, info ReplacedAllInfo, isInInitialList bool) error {
-	keys, err := own.keysOf(info.Objects)
-	if err != nil {
-		return err
+func (a deltaApplier) replaceAllKeyed(own *cache, info ReplacedAllInfo, isInInitialList bool) {
+	r, dropped := own.replaceList(info.Objects, info.ResourceVersion)
+	for _, err := range dropped {
+		a.reportDropped(err)
 	}
-	before, after, err := own.replaceKeyed(keys, info.Objects, info.ResourceVersion)
-	if err != nil {
-		return err
-	}
-	notes := make([]notification, 0, len(info.Objects))
-	if before.Len() > 0 {
-		before.Range(func(key string, old interface{}) bool {
-			if _, listed := after.Get(key); !listed {
+	notes := make([]notification, 0, len(r.objs))
+	if r.before.Len() > 0 {
+		r.before.Range(func(key string, old interface{}) bool {
+			if _, listed := r.after.Get(key); !listed {
 				notes = append(notes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: key, Obj: old}})
 			}
 			return true
 		})
 	}
-	for i, obj := range info.Objects {
-		if old, existed := before.Get(keys[i]); existed {
+	for i, obj := range r.objs {
+		if old, existed := r.before.Get(r.keys[i]); existed {
 			notes = append(notes, notification{kind: updateNotification, oldObj: old, newObj: obj})
 		} else {
 			notes = append(notes, notification{kind: addNotification, newObj: obj, initial: isInInitialList})
 		}
 	}
 	a.notifyAll(notes)
-	return nil
+}
+
+// reportDropped reports an object of a relist that could not be stored;
+// the rest of the relist is stored and notified all the same.
+func (a deltaApplier) reportDropped(err error) {
+	utilruntime.HandleErrorWithLogger(a.logger, err, "Object from a relist not stored")
 }
 
 // notifyAll hands notes to the handler in order: to the informer's fan-out

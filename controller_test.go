@@ -246,10 +246,12 @@ func TestC6_BookmarkSyncAllAndReplacedAll(t *testing.T) {
 	for _, d := range []Delta{{Type: ReplacedAll, Object: 1}, {Type: SyncAll, Object: 1}, {Type: Bookmark, Object: 1}} {
 		assert.Error(t, a.apply(Deltas{d}, false), d.Type)
 	}
-	err := a.apply(Deltas{{Type: ReplacedAll, Object: ReplacedAllInfo{Objects: []interface{}{"no meta"}}}}, false)
-	var keyErr KeyError
-	assert.ErrorAs(t, err, &keyErr)
-	assert.Len(t, a.store.List(), 2, "a key error leaves the store unchanged")
+	reported := captureReportedErrors(t)
+	h.calls = nil
+	require.NoError(t, a.apply(Deltas{{Type: ReplacedAll, Object: ReplacedAllInfo{Objects: []interface{}{"no meta", newTestPod("ns", "new", "9")}}}}, false))
+	assert.Equal(t, []string{"Object from a relist not stored: couldn't create key for object no meta: object has no meta: object does not implement the Object interfaces []"}, reported.take())
+	assert.Equal(t, []string{"ns/new"}, storeSortedKeys(a.store), "an object without a key costs no other object")
+	assert.Equal(t, []string{"delete tombstone(ns/keep@2)", "update ns/new@8->ns/new@9"}, h.calls)
 }
 
 func TestC6_StoreErrorAbortsRemainingDeltas(t *testing.T) {

@@ -58,14 +58,17 @@ func metricsProviderOr(p InformerMetricsProvider) InformerMetricsProvider {
 type queueMetrics struct {
 	queued  GaugeMetric
 	latency HistogramMetric
+	// objectErrors counts the objects refused for a failing key function
+	// or transform.
+	objectErrors CounterMetric
 }
 
 func newQueueMetrics(id InformerNameAndResource, p InformerMetricsProvider) queueMetrics {
 	if !id.Reserved() {
-		return queueMetrics{queued: noopMetric{}, latency: noopMetric{}}
+		return queueMetrics{queued: noopMetric{}, latency: noopMetric{}, objectErrors: noopMetric{}}
 	}
 	p = metricsProviderOr(p)
-	return queueMetrics{queued: p.NewQueuedItemMetric(id), latency: p.NewProcessingLatencyMetric(id)}
+	return queueMetrics{queued: p.NewQueuedItemMetric(id), latency: p.NewProcessingLatencyMetric(id), objectErrors: newObjectErrorMetric(id, p)}
 }
 
 // newStoreRVMetric returns the store resource-version gauge for id; a no-op
@@ -75,4 +78,25 @@ func newStoreRVMetric(id InformerNameAndResource, p InformerMetricsProvider) Gau
 		return noopMetric{}
 	}
 	return metricsProviderOr(p).NewStoreResourceVersionMetric(id)
+}
+
+// ObjectErrorMetricsProvider is an optional extension of an
+// InformerMetricsProvider (client-go's interface has no such method, so it
+// is asked for by type assertion). Its counter counts, per informer, every
+// object the informer could not cache as given: a key function, transform
+// or index function that failed on it.
+type ObjectErrorMetricsProvider interface {
+	NewObjectErrorMetric(id InformerNameAndResource) CounterMetric
+}
+
+// newObjectErrorMetric returns the object-error counter for id; a no-op
+// unless id is reserved and the provider offers the counter.
+func newObjectErrorMetric(id InformerNameAndResource, p InformerMetricsProvider) CounterMetric {
+	if !id.Reserved() {
+		return noopMetric{}
+	}
+	if ep, ok := metricsProviderOr(p).(ObjectErrorMetricsProvider); ok {
+		return ep.NewObjectErrorMetric(id)
+	}
+	return noopMetric{}
 }

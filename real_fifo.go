@@ -93,6 +93,9 @@ type RealFIFO struct {
 	identifier     InformerNameAndResource
 	metrics        queueMetrics
 	measureLatency bool
+	// leaveOutFailures is set for an informer's queue: one object that a
+	// relist cannot queue must not cost the others (see leaveOut).
+	leaveOutFailures bool
 
 	// batchSeen is PopBatch's scratch set of key hashes (seeded by
 	// keySeed), kept between calls so a steady stream of batches allocates
@@ -195,12 +198,14 @@ func (f *RealFIFO) write(t DeltaType, obj interface{}) error {
 // or it is a tombstone, and queues it.
 func (f *RealFIFO) enqueueLocked(t DeltaType, obj interface{}, transform bool) error {
 	if err := f.keys.check(obj); err != nil {
+		f.metrics.objectErrors.Inc()
 		return KeyError{obj, err}
 	}
 	if transform && f.transformer != nil {
 		if _, tombstone := obj.(DeletedFinalStateUnknown); !tombstone {
 			var err error
 			if obj, err = f.transformer(obj); err != nil {
+				f.metrics.objectErrors.Inc()
 				return err
 			}
 		}
@@ -232,7 +237,10 @@ func (f *RealFIFO) Bookmark(resourceVersion string) error {
 // Replace reports a relist. An atomic queue queues one ReplacedAll delta
 // holding the (transformed) list; otherwise tombstones are queued for every
 // queued or known key missing from list, followed by one Replaced delta per
-// item. Either way nothing is queued when an error is returned.
+// item. Nothing is queued when an error is returned: an object whose
+// transform (or, when not atomic, key) fails is an error, except in an
+// informer's queue, which reports, counts and leaves out that object as if
+// it were not listed and queues the others all the same.
 func (f *RealFIFO) Replace(list []interface{}, resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -251,11 +259,35 @@ func (f *RealFIFO) Replace(list []interface{}, resourceVersion string) error {
 }
 
 func (f *RealFIFO) replaceAtomicLocked(list []interface{}, resourceVersion string) error {
-	objs, err := transformAll(f.transformer, list)
-	if err != nil {
-		return err
+	objs := list
+	if f.transformer != nil {
+		// A new slice: the caller's list is left as it is.
+		objs = make([]interface{}, 0, len(list))
+		for _, obj := range list {
+			t, err := f.transformer(obj)
+			if err != nil {
+				if err = f.leaveOut(obj, err); err != nil {
+					return err
+				}
+				continue
+			}
+			objs = append(objs, t)
+		}
 	}
 	f.pushLocked(Delta{Type: ReplacedAll, Object: ReplacedAllInfo{ResourceVersion: resourceVersion, Objects: objs}})
+	return nil
+}
+
+// leaveOut returns err, the failure of one object of a relist, unless the
+// queue is an informer's: then it reports and counts err and returns nil,
+// and the object is left out.
+func (f *RealFIFO) leaveOut(obj interface{}, err error) error {
+	if !f.leaveOutFailures {
+		return err
+	}
+	f.metrics.objectErrors.Inc()
+	key, _ := f.keys.keyOf(obj)
+	utilruntime.HandleErrorWithLogger(f.logger, err, "Object from a relist left out", "key", key)
 	return nil
 }
 
@@ -276,20 +308,21 @@ func transformAll(transform TransformFunc, list []interface{}) ([]interface{}, e
 	return out, nil
 }
 
-// replaceEachLocked is the non-atomic Replace. Everything that can fail (keys,
-// transformation) is done before the first delta is queued.
+// replaceEachLocked is the non-atomic Replace. Everything that can fail is
+// done before the first delta is queued.
 func (f *RealFIFO) replaceEachLocked(list []interface{}) error {
 	listed := make(map[string]struct{}, len(list))
+	objs := make([]interface{}, 0, len(list))
 	for _, obj := range list {
-		key, err := f.keys.keyOf(obj)
+		key, stored, err := f.listedObject(obj)
 		if err != nil {
-			return KeyError{obj, err}
+			if err = f.leaveOut(obj, err); err != nil {
+				return err
+			}
+			continue
 		}
 		listed[key] = struct{}{}
-	}
-	objs, err := transformAll(f.transformer, list)
-	if err != nil {
-		return fmt.Errorf("couldn't enqueue object: %w", err)
+		objs = append(objs, stored)
 	}
 	deletions, err := f.replaceDeletionsLocked(listed)
 	if err != nil {
@@ -306,6 +339,22 @@ func (f *RealFIFO) replaceEachLocked(list []interface{}) error {
 	f.cond.Broadcast()
 	f.metrics.queued.Set(float64(f.items.Len()))
 	return nil
+}
+
+// listedObject returns a listed object's key and the object as queued.
+func (f *RealFIFO) listedObject(obj interface{}) (string, interface{}, error) {
+	key, err := f.keys.keyOf(obj)
+	if err != nil {
+		return "", nil, KeyError{obj, err}
+	}
+	if f.transformer == nil {
+		return key, obj, nil
+	}
+	stored, err := f.transformer(obj)
+	if err != nil {
+		return "", nil, fmt.Errorf("couldn't enqueue object: %w", err)
+	}
+	return key, stored, nil
 }
 
 // replaceDeletionsLocked returns the tombstones a non-atomic Replace queues:
@@ -712,5 +761,6 @@ func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue) {
 		ro.KnownObjects = opts.store
 	}
 	f := NewRealFIFOWithOptions(ro)
+	f.leaveOutFailures = true
 	return f.logger, f
 }

@@ -104,10 +104,7 @@ func (b *watchListBuffer) add(obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	stored, err := b.transformed(obj)
-	if err != nil {
-		return err
-	}
+	stored := b.transformed(obj)
 	if b.slot != nil || (b.hasLast && compareObjectKeys(b.last, name) >= 0) {
 		b.put(joinKey(name.Namespace, name.Name), stored)
 		return nil
@@ -125,10 +122,7 @@ func (b *watchListBuffer) update(obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	stored, err := b.transformed(obj)
-	if err != nil {
-		return err
-	}
+	stored := b.transformed(obj)
 	b.put(joinKey(name.Namespace, name.Name), stored)
 	return nil
 }
@@ -209,15 +203,16 @@ func (b *watchListBuffer) observe(rv string, pastInitialAdds bool) {
 	}
 }
 
-func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, error) {
+// transformed keeps obj as it is when its transform fails: the store's
+// Replace transforms every object again, and reports and counts this one.
+func (b *watchListBuffer) transformed(obj runtime.Object) interface{} {
 	if b.transform == nil {
-		return obj, nil
+		return obj
 	}
-	out, err := b.transform(obj)
-	if err != nil {
-		return nil, fmt.Errorf("transforming: %w", err)
+	if out, err := b.transform(obj); err == nil {
+		return out
 	}
-	return out, nil
+	return obj
 }
 
 func (b *watchListBuffer) put(key string, obj interface{}) {

@@ -150,8 +150,9 @@ func (c *cache) Add(obj interface{}) error {
 	return c.Update(obj)
 }
 
-// Update stores obj under its key, inserting it if absent. If an index
-// function fails on obj the store is unchanged and the error returned.
+// Update stores obj under its key, inserting it if absent. An error means
+// obj was not stored: its key or transform failed. An index function that
+// fails on obj leaves it out of that index only, reported and counted.
 func (c *cache) Update(obj interface{}) error {
 	key, err := c.keyOf(obj)
 	if err != nil {
@@ -166,7 +167,8 @@ func (c *cache) updateKeyed(key string, obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	return c.storage.put(key, obj)
+	c.storage.put(key, obj)
+	return nil
 }
 
 // Delete removes the object with obj's key; an absent key is not an error.
@@ -215,57 +217,65 @@ func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) 
 	return item, exists, nil
 }
 
-// Replace makes list the whole content and rv the resource version. Keys,
-// transforms and index values are all computed first: any failure returns
-// an error with the store unchanged. Of two objects with one key, the later
-// wins.
+// Replace makes list the whole content and rv the resource version. An
+// object whose key or transform fails is left out, and the others are
+// stored all the same: the error names each object left out. Of two
+// objects with one key, the later wins.
 func (c *cache) Replace(list []interface{}, rv string) error {
-	keys, err := c.keysOf(list)
-	if err != nil {
-		return err
-	}
-	_, _, err = c.replaceKeyed(keys, list, rv)
-	return err
+	_, dropped := c.replaceList(list, rv)
+	return errors.Join(dropped...)
 }
 
-// keysOf returns the key of every object of list, or the first key error.
-func (c *cache) keysOf(list []interface{}) ([]string, error) {
-	keys := make([]string, len(list))
-	for i, obj := range list {
-		key, err := c.keyOf(obj)
-		if err != nil {
-			return nil, err
-		}
-		keys[i] = key
-	}
-	return keys, nil
+// replacement is what replaceList stored: keys[i] and objs[i] (transformed)
+// for each object kept, in list order, and the content replaced and the new
+// one, both frozen so that the caller can compare them without the lock.
+type replacement struct {
+	keys          []string
+	objs          []interface{}
+	before, after hashmap.Map[any]
 }
 
-// replaceKeyed is Replace for objects whose keys (keys[i] for list[i]) the
-// caller computed with keyOf. It also returns the content it replaced and
-// the new one, both frozen, so the caller can compare them without the
-// lock.
-func (c *cache) replaceKeyed(keys []string, list []interface{}, rv string) (before, after hashmap.Map[any], err error) {
+// replaceList is Replace that also returns what it stored, and one error
+// per object of list it left out.
+func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropped []error) {
 	e := hashmap.NewEpoch()
-	items := hashmap.Sized[any](e, len(list))
-	objs := make([]interface{}, len(list))
+	r.after = hashmap.Sized[any](e, len(list))
+	r.keys = make([]string, 0, len(list))
+	r.objs = make([]interface{}, 0, len(list))
 	unique := true
-	for i, obj := range list {
-		if objs[i], err = c.transform(obj); err != nil {
-			return before, after, err
+	for _, obj := range list {
+		key, stored, err := c.storable(obj)
+		if err != nil {
+			c.storage.objectErrors.Inc()
+			dropped = append(dropped, err)
+			continue
 		}
-		if _, replaced := items.Set(e, keys[i], objs[i]); replaced {
+		if _, replaced := r.after.Set(e, key, stored); replaced {
 			unique = false
 		}
+		r.keys, r.objs = append(r.keys, key), append(r.objs, stored)
 	}
-	order := listOrder{keys, objs}
+	order := listOrder{r.keys, r.objs}
 	if !unique {
 		// An earlier object under a repeated key was overwritten and must
 		// not be indexed; walk the map instead.
 		order = listOrder{}
 	}
-	before, err = c.storage.replace(items, e, rv, order)
-	return before, items, err
+	r.before = c.storage.replace(r.after, e, rv, order)
+	return r, dropped
+}
+
+// storable returns obj's key and obj as the store keeps it.
+func (c *cache) storable(obj interface{}) (string, interface{}, error) {
+	key, err := c.keyOf(obj)
+	if err != nil {
+		return "", nil, err
+	}
+	stored, err := c.transform(obj)
+	if err != nil {
+		return "", nil, err
+	}
+	return key, stored, nil
 }
 
 // Resync does nothing.
@@ -274,8 +284,9 @@ func (c *cache) Resync() error {
 }
 
 // Transaction applies txns in order under one lock. Writes whose key cannot
-// be computed, whose index functions fail or whose type is unknown are
-// skipped and reported; the transformer is not applied.
+// be computed or whose type is unknown are skipped and returned in the
+// error; a write whose index function fails is applied, left out of that
+// index and reported. The transformer is not applied.
 func (c *cache) Transaction(txns ...Transaction) *TransactionError {
 	keyed := make([]ThreadSafeStoreTransaction, 0, len(txns))
 	origin := make([]int, 0, len(txns))

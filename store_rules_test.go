@@ -162,7 +162,8 @@ func TestS5_Replace(t *testing.T) {
 
 	var keyErr KeyError
 	require.ErrorAs(t, s.Replace([]interface{}{newTestPod("ns", "b", "2"), 42}, "9"), &keyErr)
-	assert.Equal(t, []string{"old/a"}, storeSortedKeys(s), "a failed Replace changes nothing")
+	assert.Equal(t, 42, keyErr.Obj)
+	assert.Equal(t, []string{"ns/b"}, storeSortedKeys(s), "an object without a key costs no other object")
 
 	first, last := newTestPod("ns", "b", "2"), newTestPod("ns", "b", "3")
 	require.NoError(t, s.Replace([]interface{}{first, newTestPod("ns", "c", "2"), last}, ""))
@@ -245,24 +246,30 @@ func storeState(s Indexer) string {
 	return out
 }
 
-func TestS8_IndexFuncErrorLeavesStoreUnchanged(t *testing.T) {
+func TestS8_IndexFuncErrorLeavesObjectOutOfThatIndexOnly(t *testing.T) {
+	reported := captureReportedErrors(t)
 	flaky := &storeFlakyIndex{}
 	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"app": flaky.fn, NamespaceIndex: MetaNamespaceIndexFunc})
 	require.NoError(t, s.Add(newTestPod("ns", "a", "1", "app", "x")))
 	require.NoError(t, s.Add(newTestPod("ns", "b", "1", "app", "x")))
+	assert.Equal(t, "[ns/a ns/b] app=x:[ns/a ns/b] namespace=ns:[ns/a ns/b]", storeState(s))
+
+	require.NoError(t, s.Add(newTestPod("ns", "c", "2", "bad", "yes")))
+	assert.Equal(t, "[ns/a ns/b ns/c] app=x:[ns/a ns/b] namespace=ns:[ns/a ns/b ns/c]", storeState(s))
+	assert.Equal(t, []string{`Object stored but left out of an index: cannot index c [key ns/c index app]`}, reported.take())
+
+	require.NoError(t, s.Update(newTestPod("ns", "a", "2", "bad", "yes")))
+	assert.Equal(t, "[ns/a ns/b ns/c] app=x:[ns/b] namespace=ns:[ns/a ns/b ns/c]", storeState(s))
+	assert.Equal(t, []string{`Object stored but left out of an index: cannot index a [key ns/a index app]`}, reported.take())
+
+	require.NoError(t, s.Replace([]interface{}{newTestPod("ns", "z", "2", "bad", "yes"), newTestPod("ns", "a", "3", "app", "x")}, "5"))
+	assert.Equal(t, "[ns/a ns/z] app=x:[ns/a] namespace=ns:[ns/a ns/z]", storeState(s))
+	assert.Equal(t, []string{`Object stored but left out of an index: cannot index z [key ns/z index app]`}, reported.take())
+	require.NoError(t, s.Replace([]interface{}{newTestPod("ns", "a", "1", "app", "x"), newTestPod("ns", "b", "1", "app", "x")}, "6"))
 	before := storeState(s)
 
-	err := s.Add(newTestPod("ns", "c", "2", "bad", "yes"))
-	require.ErrorContains(t, err, `unable to calculate an index entry for key "ns/c" on index "app": cannot index c`)
-	assert.Equal(t, before, storeState(s))
-
-	require.Error(t, s.Update(newTestPod("ns", "a", "2", "bad", "yes")))
-	assert.Equal(t, before, storeState(s))
-
-	require.Error(t, s.Replace([]interface{}{newTestPod("ns", "z", "2", "bad", "yes")}, "5"))
-	assert.Equal(t, before, storeState(s))
-
-	require.Error(t, s.AddIndexers(Indexers{"strict": func(interface{}) ([]string, error) { return nil, errors.New("never") }}))
+	require.Error(t, s.AddIndexers(Indexers{"strict": func(interface{}) ([]string, error) { return nil, errors.New("never") }}),
+		"adding an index is all or nothing")
 	assert.Equal(t, before, storeState(s))
 	assert.Len(t, s.GetIndexers(), 2)
 
@@ -296,11 +303,12 @@ func TestS8_ClientGoNamespaceIndexFuncIndexesLikeOurs(t *testing.T) {
 		assert.Equal(t, []string{"ns1/a", "ns1/b"}, keys)
 	}
 	_, fnErr := clientcache.MetaNamespaceIndexFunc("no meta")
-	err := theirs.Add("no meta")
-	require.Error(t, err)
-	assert.Equal(t, fmt.Sprintf("unable to calculate an index entry for key %q on index %q: %v", "no meta", NamespaceIndex, fnErr), err.Error(),
+	reported := captureReportedErrors(t)
+	require.NoError(t, theirs.Add("no meta"))
+	assert.Equal(t, []string{fmt.Sprintf("Object stored but left out of an index: %v [key no meta index %s]", fnErr, NamespaceIndex)}, reported.take(),
 		"the error is the index function's own, as without the fast path")
-	assert.Equal(t, []string{"ns1/a", "ns1/b", "ns2/b"}, storeSortedKeys(theirs))
+	assert.Equal(t, []string{"no meta", "ns1/a", "ns1/b", "ns2/b"}, storeSortedKeys(theirs))
+	assert.Equal(t, []string{"ns1", "ns2"}, sortedStrings(theirs.ListIndexFuncValues(NamespaceIndex)))
 }
 
 func TestS9_Index(t *testing.T) {
@@ -475,8 +483,11 @@ func TestTypedIndexerFuncRejectsWrongTypes(t *testing.T) {
 	_, err = idx["name"](&v1.Service{})
 	require.EqualError(t, err, "index function expects *v1.Pod, got *v1.Service")
 	s := NewIndexer(MetaNamespaceKeyFunc, idx)
-	require.Error(t, s.Add(&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc"}}))
-	assert.Empty(t, s.List())
+	reported := captureReportedErrors(t)
+	require.NoError(t, s.Add(&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc"}}))
+	assert.Equal(t, []string{"Object stored but left out of an index: index function expects *v1.Pod, got *v1.Service [key svc index name]"}, reported.take())
+	assert.Len(t, s.List(), 1)
+	assert.Empty(t, s.ListIndexFuncValues("name"))
 }
 
 func TestM1_Listers(t *testing.T) {
@@ -540,22 +551,31 @@ func TestM1_Listers(t *testing.T) {
 	require.EqualError(t, err, "stored object of type string is not a runtime.Object")
 }
 
-func TestS8_ThreadSafeStoreRefusesUnindexableObjects(t *testing.T) {
+func TestS8_ThreadSafeStoreStoresUnindexableObjects(t *testing.T) {
+	reported := captureReportedErrors(t)
 	flaky := &storeFlakyIndex{}
 	ts := NewThreadSafeStore(Indexers{"app": flaky.fn}, nil)
 	ts.Add("ns/a", newTestPod("ns", "a", "1", "app", "x"))
 	ts.Update("ns/a", newTestPod("ns", "a", "2", "bad", "yes"))
 	got, ok := ts.Get("ns/a")
 	require.True(t, ok)
-	assert.Equal(t, "1", got.(*v1.Pod).ResourceVersion, "the failing update was not applied")
-	ts.Replace(map[string]interface{}{"ns/b": newTestPod("ns", "b", "3", "bad", "yes")}, "3")
-	assert.Equal(t, []string{"ns/a"}, ts.ListKeys(), "the failing replace was not applied")
+	assert.Equal(t, "2", got.(*v1.Pod).ResourceVersion, "the update is stored")
 	keys, err := ts.IndexKeys("app", "x")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ns/a"}, keys)
+	assert.Empty(t, keys, "and left out of the index it failed")
+	ts.Replace(map[string]interface{}{"ns/b": newTestPod("ns", "b", "3", "bad", "yes"), "ns/c": newTestPod("ns", "c", "3", "app", "x")}, "3")
+	assert.Equal(t, []string{"ns/b", "ns/c"}, sortedStrings(ts.ListKeys()))
+	keys, err = ts.IndexKeys("app", "x")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/c"}, keys)
+	assert.Equal(t, []string{
+		"Object stored but left out of an index: cannot index a [key ns/a index app]",
+		"Object stored but left out of an index: cannot index b [key ns/b index app]",
+	}, reported.take())
 }
 
 func TestS14_TransactionSkipsOnlyFailingWrites(t *testing.T) {
+	reported := captureReportedErrors(t)
 	flaky := &storeFlakyIndex{}
 	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"app": flaky.fn})
 	txErr := s.(TransactionStore).Transaction(
@@ -565,9 +585,13 @@ func TestS14_TransactionSkipsOnlyFailingWrites(t *testing.T) {
 		Transaction{Object: newTestPod("ns", "d", "4", "app", "y"), Type: TransactionTypeUpdate},
 	)
 	require.NotNil(t, txErr)
-	assert.Equal(t, []int{0, 3}, txErr.SuccessfulIndices)
-	require.Len(t, txErr.Errors, 2)
-	assert.ErrorContains(t, txErr.Errors[0], `unable to calculate an index entry for key "ns/b" on index "app"`)
-	assert.EqualError(t, txErr.Errors[1], `unknown transaction type "Upsert"`)
-	assert.Equal(t, []string{"ns/a", "ns/d"}, storeSortedKeys(s))
+	assert.Equal(t, []int{0, 1, 3}, txErr.SuccessfulIndices)
+	require.Len(t, txErr.Errors, 1)
+	assert.EqualError(t, txErr.Errors[0], `unknown transaction type "Upsert"`)
+	assert.Equal(t, []string{"ns/a", "ns/b", "ns/d"}, storeSortedKeys(s))
+	assert.Equal(t, []string{"Object stored but left out of an index: cannot index b [key ns/b index app]"}, reported.take(),
+		"a write whose index function fails is stored, left out of that index, and reported")
+	keys, err := s.IndexKeys("app", "x")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a"}, keys)
 }

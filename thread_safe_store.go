@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -9,9 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/features"
-	"k8s.io/klog/v2"
 
 	"github.com/openinformer/cache/internal/hashmap"
 )
@@ -112,31 +114,45 @@ func (set *indexerSet) namespaceOf(i int, key string, obj interface{}) (string, 
 
 // values appends obj's values for every index to dst. A nil object, which a
 // ThreadSafeStore may hold, has no values. Namespace indexes get no slice,
-// only the check that obj has a namespace.
-func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]string, error) {
+// only the check that obj has a namespace. An index whose function fails on
+// obj gets no values, so that obj is left out of that index only; the
+// failures are returned.
+func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]string, []error) {
+	var fails []error
 	for i, fn := range set.fns {
-		if obj == nil {
-			dst = append(dst, nil)
-			continue
-		}
-		if set.byNamespace[i] {
-			if _, err := set.namespaceOf(i, key, obj); err != nil {
-				return nil, err
+		var vals []string
+		var err error
+		switch {
+		case obj == nil:
+		case set.byNamespace[i]:
+			_, err = set.namespaceOf(i, key, obj)
+		default:
+			if vals, err = fn(obj); err != nil {
+				err = indexEntryError(key, set.names[i], err)
 			}
-			dst = append(dst, nil)
-			continue
 		}
-		vals, err := fn(obj)
 		if err != nil {
-			return nil, indexEntryError(key, set.names[i], err)
+			fails, vals = append(fails, err), nil
 		}
 		dst = append(dst, vals)
 	}
-	return dst, nil
+	return dst, fails
 }
 
+// indexError is an index function's failure on one stored object.
+type indexError struct {
+	key, index string
+	err        error
+}
+
+func (e *indexError) Error() string {
+	return fmt.Sprintf("unable to calculate an index entry for key %q on index %q: %v", e.key, e.index, e.err)
+}
+
+func (e *indexError) Unwrap() error { return e.err }
+
 func indexEntryError(key, index string, err error) error {
-	return fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, index, err)
+	return &indexError{key: key, index: index, err: err}
 }
 
 func indexMissingError(name string) error {
@@ -151,6 +167,7 @@ type ThreadSafeStoreOption = func(*threadSafeMap)
 func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider InformerMetricsProvider) ThreadSafeStoreOption {
 	return func(s *threadSafeMap) {
 		s.rvMetric = newStoreRVMetric(identifier, provider)
+		s.objectErrors = newObjectErrorMetric(identifier, provider)
 	}
 }
 
@@ -167,6 +184,9 @@ type threadSafeMap struct {
 	indexers atomic.Pointer[indexerSet]
 	rv       string
 	rvMetric GaugeMetric
+	// objectErrors counts the index entries left out because an index
+	// function failed.
+	objectErrors CounterMetric
 }
 
 var (
@@ -181,7 +201,7 @@ func NewThreadSafeStore(indexers Indexers, indices Indices, opts ...ThreadSafeSt
 }
 
 func newThreadSafeMap(indexers Indexers, opts ...ThreadSafeStoreOption) *threadSafeMap {
-	s := &threadSafeMap{epoch: hashmap.NewEpoch(), rvMetric: noopMetric{}}
+	s := &threadSafeMap{epoch: hashmap.NewEpoch(), rvMetric: noopMetric{}, objectErrors: noopMetric{}}
 	set := newIndexerSet(indexers)
 	s.indexers.Store(set)
 	s.indexes = make([]valueIndex, len(set.names))
@@ -250,35 +270,40 @@ func (s *threadSafeMap) Add(key string, obj interface{}) {
 	s.Update(key, obj)
 }
 
-// Update stores obj under key. If an index function fails on obj the store
-// is left unchanged and the error is logged (client-go panics).
+// Update stores obj under key. An index function that fails on obj leaves
+// it out of that index only (client-go panics); see reportIndexFailures.
 func (s *threadSafeMap) Update(key string, obj interface{}) {
-	if err := s.put(key, obj); err != nil {
-		klog.TODO().Error(err, "Object not stored", "key", key)
-	}
+	s.put(key, obj)
 }
 
-// put stores obj under key, or changes nothing and returns the error of the
-// first index function that fails on obj.
-func (s *threadSafeMap) put(key string, obj interface{}) error {
+// put stores obj under key, in every index whose function succeeds on it.
+func (s *threadSafeMap) put(key string, obj interface{}) {
 	var buf [4][]string
 	set := s.indexers.Load()
-	vals, err := set.values(buf[:0], key, obj)
-	if err != nil {
-		return err
-	}
+	vals, fails := set.values(buf[:0], key, obj)
 	rv := rvOf(obj)
 	s.lockForWrite()
-	defer s.mu.Unlock()
 	if cur := s.indexers.Load(); cur != set {
-		if vals, err = cur.values(buf[:0], key, obj); err != nil {
-			return err
-		}
 		set = cur
+		vals, fails = set.values(buf[:0], key, obj)
 	}
 	s.putLocked(set, key, obj, vals)
 	s.recordRVLocked(rv)
-	return nil
+	s.mu.Unlock()
+	s.reportIndexFailures(fails)
+}
+
+// reportIndexFailures reports and counts each index entry a write left out.
+// The write itself succeeded: one object's bad index value must cost
+// neither that object's other indexes nor any other object.
+func (s *threadSafeMap) reportIndexFailures(fails []error) {
+	for _, err := range fails {
+		s.objectErrors.Inc()
+		var ie *indexError
+		if errors.As(err, &ie) {
+			utilruntime.HandleErrorWithContext(context.TODO(), ie.err, "Object stored but left out of an index", "key", ie.key, "index", ie.index)
+		}
+	}
 }
 
 func (s *threadSafeMap) putLocked(set *indexerSet, key string, obj interface{}, vals [][]string) {
@@ -316,25 +341,29 @@ func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old in
 	}
 }
 
-// reindexNamespaceLocked is reindexLocked for MetaNamespaceIndexFunc.
+// reindexNamespaceLocked is reindexLocked for MetaNamespaceIndexFunc. An
+// obj that is nil or has no namespace is in no namespace.
 func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, old interface{}, existed bool, obj interface{}) {
+	var ns string
+	indexed := false
+	if obj != nil {
+		if m, err := accessor(obj); err == nil {
+			ns, indexed = m.GetNamespace(), true
+		}
+	}
 	if existed && old != nil {
 		oldMeta, err := accessor(old)
 		switch {
 		case err != nil:
 			s.removeEverywhereLocked(idx, key)
-		case obj != nil:
-			if newMeta, _ := accessor(obj); newMeta.GetNamespace() == oldMeta.GetNamespace() {
-				return
-			}
-			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key)
+		case indexed && ns == oldMeta.GetNamespace():
+			return
 		default:
 			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key)
 		}
 	}
-	if obj != nil {
-		newMeta, _ := accessor(obj)
-		s.addToValueLocked(idx, newMeta.GetNamespace(), key)
+	if indexed {
+		s.addToValueLocked(idx, ns, key)
 	}
 }
 
@@ -456,17 +485,15 @@ func (s *threadSafeMap) membersValues(pick func() (keySet, error)) ([]interface{
 }
 
 // Replace swaps the whole content for items and sets the resource version.
-// If an index function fails on any item nothing changes and the error is
-// logged (client-go panics).
+// An index function that fails on an item leaves it out of that index only
+// (client-go panics).
 func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion string) {
 	e := hashmap.NewEpoch()
 	m := hashmap.Sized[any](e, len(items))
 	for key, obj := range items {
 		m.Set(e, key, obj)
 	}
-	if _, err := s.replace(m, e, resourceVersion, listOrder{}); err != nil {
-		klog.TODO().Error(err, "Store not replaced")
-	}
+	s.replace(m, e, resourceVersion, listOrder{})
 }
 
 // listOrder is the content of a Replace in the order it was listed, each
@@ -481,13 +508,11 @@ type listOrder struct {
 // before the lock is taken (if the indexers change meanwhile they are built
 // again), so readers and writers are held up only for the swap. Both the
 // old and the new content are frozen: the caller may read them freely.
-func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string, order listOrder) (hashmap.Map[any], error) {
+func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string, order listOrder) hashmap.Map[any] {
 	for {
 		set := s.indexers.Load()
-		indexes, err := buildIndexes(set, 0, items, e, order)
-		if err != nil {
-			return hashmap.Map[any]{}, err
-		}
+		b := newIndexBuilder(set, 0, items.Len(), true)
+		indexes, _ := b.buildFrom(items, e, order)
 		s.mu.Lock()
 		if s.indexers.Load() != set {
 			s.mu.Unlock()
@@ -498,18 +523,17 @@ func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv stri
 		s.frozen = true
 		s.recordRVLocked(storeRV{rv: rv, set: true})
 		s.mu.Unlock()
-		return before, nil
+		s.reportIndexFailures(b.fails)
+		return before
 	}
 }
 
-// buildIndexes indexes every item with set's index functions from position
-// from on, in epoch e. Given the list
-// order, it walks the objects in the order they were listed (and, from a
-// LIST, allocated), which reads memory sequentially instead of in hash
-// order. Each index's entries are collected and counted first, so that
-// every key set is laid out once for its final size.
-func buildIndexes(set *indexerSet, from int, items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
-	b := newIndexBuilder(set, from, items.Len())
+// buildFrom indexes every item, in epoch e. Given the list order, it walks
+// the objects in the order they were listed (and, from a LIST, allocated),
+// which reads memory sequentially instead of in hash order. Each index's
+// entries are collected and counted first, so that every key set is laid
+// out once for its final size.
+func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
 	if order.keys != nil {
 		for i, key := range order.keys {
 			if err := b.collect(key, order.objs[i]); err != nil {
@@ -531,18 +555,22 @@ func buildIndexes(set *indexerSet, from int, items hashmap.Map[any], e hashmap.E
 
 // indexBuilder gathers the entries of new indexes (set's, from position
 // from on) before building them; entries and counts are by position - from.
+// A lenient builder leaves an object out of an index whose function fails
+// on it and keeps the failures in fails; a strict one stops at the first.
 type indexBuilder struct {
 	set     *indexerSet
 	from    int
 	entries [][]indexEntry
 	counts  []map[string]int
+	lenient bool
+	fails   []error
 }
 
 type indexEntry struct{ value, key string }
 
-func newIndexBuilder(set *indexerSet, from, size int) *indexBuilder {
+func newIndexBuilder(set *indexerSet, from, size int, lenient bool) *indexBuilder {
 	n := len(set.fns) - from
-	b := &indexBuilder{set: set, from: from, entries: make([][]indexEntry, n), counts: make([]map[string]int, n)}
+	b := &indexBuilder{set: set, from: from, entries: make([][]indexEntry, n), counts: make([]map[string]int, n), lenient: lenient}
 	for i := range n {
 		b.entries[i] = make([]indexEntry, 0, size)
 		b.counts[i] = map[string]int{}
@@ -556,23 +584,34 @@ func (b *indexBuilder) collect(key string, obj interface{}) error {
 		return nil
 	}
 	for i := range b.entries {
-		pos := b.from + i
-		if b.set.byNamespace[pos] {
-			// The namespace is read in place: no slice per object.
-			ns, err := b.set.namespaceOf(pos, key, obj)
-			if err != nil {
+		if err := b.collectOne(i, key, obj); err != nil {
+			if !b.lenient {
 				return err
 			}
-			b.record(i, ns, key)
-			continue
+			b.fails = append(b.fails, err)
 		}
-		vals, err := b.set.fns[pos](obj)
+	}
+	return nil
+}
+
+// collectOne records obj's entries in index i, all or none.
+func (b *indexBuilder) collectOne(i int, key string, obj interface{}) error {
+	pos := b.from + i
+	if b.set.byNamespace[pos] {
+		// The namespace is read in place: no slice per object.
+		ns, err := b.set.namespaceOf(pos, key, obj)
 		if err != nil {
-			return indexEntryError(key, b.set.names[pos], err)
+			return err
 		}
-		for _, v := range vals {
-			b.record(i, v, key)
-		}
+		b.record(i, ns, key)
+		return nil
+	}
+	vals, err := b.set.fns[pos](obj)
+	if err != nil {
+		return indexEntryError(key, b.set.names[pos], err)
+	}
+	for _, v := range vals {
+		b.record(i, v, key)
 	}
 	return nil
 }
@@ -726,7 +765,7 @@ func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
 		return fmt.Errorf("indexer conflict: %v", common)
 	}
 	next := cur.with(newIndexers)
-	added, err := buildIndexes(next, len(cur.fns), s.items, s.epoch, listOrder{})
+	added, err := newIndexBuilder(next, len(cur.fns), s.items.Len(), false).buildFrom(s.items, s.epoch, listOrder{})
 	if err != nil {
 		return err
 	}
@@ -758,11 +797,12 @@ func (s *threadSafeMap) LastStoreSyncResourceVersion() string {
 	return s.rv
 }
 
-// Transaction applies txns in order under one lock. A write whose index
-// functions fail is skipped and logged (client-go panics).
+// Transaction applies txns in order under one lock. An index function that
+// fails on a written object leaves it out of that index only (client-go
+// panics); a write of unknown type is skipped and logged.
 func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
 	for _, f := range s.transaction(txns) {
-		klog.TODO().Error(f.err, "Transaction write skipped", "key", txns[f.pos].Key)
+		utilruntime.HandleErrorWithContext(context.TODO(), f.err, "Transaction write skipped", "key", txns[f.pos].Key)
 	}
 }
 
@@ -780,15 +820,22 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 		return nil
 	}
 	set := s.indexers.Load()
-	vals, failures := txnValues(set, txns)
+	vals, failures, indexFails := txnValues(set, txns)
 	s.lockForWrite()
-	defer s.mu.Unlock()
 	if cur := s.indexers.Load(); cur != set {
 		set = cur
-		vals, failures = txnValues(set, txns)
+		vals, failures, indexFails = txnValues(set, txns)
 	}
+	s.commitLocked(set, txns, vals, failures)
+	s.mu.Unlock()
+	s.reportIndexFailures(indexFails)
+	return failures
+}
+
+// commitLocked applies every write of txns but the failed ones.
+func (s *threadSafeMap) commitLocked(set *indexerSet, txns []ThreadSafeStoreTransaction, vals [][]string, failed []txnFailure) {
 	var rv storeRV
-	n, failed := len(set.fns), failures
+	n := len(set.fns)
 	for i, t := range txns {
 		if len(failed) > 0 && failed[0].pos == i {
 			failed = failed[1:]
@@ -802,25 +849,24 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 		rv = rvOf(t.Object)
 	}
 	s.recordRVLocked(rv)
-	return failures
 }
 
 // txnValues computes the index values of every Add and Update, write i's
 // at vals[i*n:(i+1)*n] for n index functions, in one allocation for the
-// batch. Writes that cannot be applied are listed, in order, in failures.
-func txnValues(set *indexerSet, txns []ThreadSafeStoreTransaction) (vals [][]string, failures []txnFailure) {
+// batch. Writes that cannot be applied are listed, in order, in failures;
+// the index entries left out of applied writes in indexFails.
+func txnValues(set *indexerSet, txns []ThreadSafeStoreTransaction) (vals [][]string, failures []txnFailure, indexFails []error) {
 	n := len(set.fns)
 	vals = make([][]string, len(txns)*n)
 	for i, t := range txns {
 		switch t.Type {
 		case TransactionTypeAdd, TransactionTypeUpdate:
-			if _, err := set.values(vals[i*n:i*n:(i+1)*n], t.Key, t.Object); err != nil {
-				failures = append(failures, txnFailure{i, err})
-			}
+			_, fails := set.values(vals[i*n:i*n:(i+1)*n], t.Key, t.Object)
+			indexFails = append(indexFails, fails...)
 		case TransactionTypeDelete:
 		default:
 			failures = append(failures, txnFailure{i, fmt.Errorf("unknown transaction type %q", t.Type)})
 		}
 	}
-	return vals, failures
+	return vals, failures, indexFails
 }
