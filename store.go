@@ -322,7 +322,8 @@ func (c *cache) commitKeyed(keyed []ThreadSafeStoreTransaction, origin []int, fa
 	if len(failed) == 0 {
 		return nil
 	}
-	txErr := &TransactionError{TotalTransactions: total}
+	// Both slices are non-nil even when empty, as in client-go.
+	txErr := &TransactionError{TotalTransactions: total, SuccessfulIndices: make([]int, 0, total-len(failed)), Errors: make([]error, 0, len(failed))}
 	for i := range total {
 		if err, ok := failed[i]; ok {
 			txErr.Errors = append(txErr.Errors, err)

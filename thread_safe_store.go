@@ -64,9 +64,14 @@ type indexerSet struct {
 	byNamespace []bool
 }
 
+// newIndexerSet returns the first generation. Built from nil indexers, its
+// funcs map is nil too, as client-go's GetIndexers returns it.
 func newIndexerSet(indexers Indexers) *indexerSet {
-	set := &indexerSet{funcs: Indexers{}, pos: map[string]int{}}
-	return set.with(indexers)
+	set := (&indexerSet{pos: map[string]int{}}).with(indexers)
+	if indexers == nil {
+		set.funcs = nil
+	}
+	return set
 }
 
 // with returns a new generation holding set's indexers followed by more,
