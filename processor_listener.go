@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -297,10 +296,14 @@ type listenerConfig struct {
 type processorListener struct {
 	handler ResourceEventHandler
 	name    string
-	logger  klog.Logger
-	cfg     *listenerConfig
-	metrics listenerMetrics
-	synced  *handlerSyncTracker
+	// logger carries the handler's name for our own warnings; panicLogger
+	// is the registration's logger as given, which client-go reports a
+	// handler's panic with, so the "Observed a panic" line matches it.
+	logger      klog.Logger
+	panicLogger klog.Logger
+	cfg         *listenerConfig
+	metrics     listenerMetrics
+	synced      *handlerSyncTracker
 
 	// Resync bookkeeping, guarded by the processor's lock.
 	requestedResync time.Duration
@@ -335,6 +338,7 @@ func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested,
 		handler:         h,
 		name:            name,
 		logger:          logger.WithValues("handler", name),
+		panicLogger:     logger,
 		cfg:             cfg,
 		metrics:         newListenerMetrics(cfg.metrics, cfg.id, name),
 		synced:          newHandlerSyncTracker(informerChecker + " + event handler " + name),
@@ -543,17 +547,18 @@ func (l *processorListener) markWaiting(rest []notification) {
 	l.waiting.Store(int64(len(rest)))
 }
 
-// deliver calls the handler. A panicking handler must not take the whole
-// process (and every other handler) down with it, so unlike client-go the
-// panic is always recovered: it is reported with the handler's name and
-// stack, the notification is skipped and delivery continues at once. An
-// initial-list add counts as delivered either way, so a panicking OnAdd
-// cannot keep the registration unsynced forever.
+// deliver calls the handler. A panic is handled as client-go does, by
+// utilruntime.HandleCrashWithLogger: logged where it happened, passed to
+// utilruntime.PanicHandlers and re-raised when utilruntime.ReallyCrash is
+// true (the default), crashing the process. With ReallyCrash false the
+// notification is skipped and delivery continues at once (client-go pauses
+// a second), and an initial-list add counts as delivered either way, so a
+// panicking OnAdd cannot keep the registration unsynced forever.
 func (l *processorListener) deliver(n notification) {
 	if n.tracked {
 		defer l.synced.finish(1)
 	}
-	defer l.recoverHandlerPanic()
+	defer utilruntime.HandleCrashWithLogger(l.panicLogger)
 	switch n.kind {
 	case addNotification:
 		l.handler.OnAdd(n.newObj, n.initial)
@@ -561,17 +566,6 @@ func (l *processorListener) deliver(n notification) {
 		l.handler.OnUpdate(n.oldObj, n.newObj)
 	case deleteNotification:
 		l.handler.OnDelete(n.oldObj)
-	}
-}
-
-// recoverHandlerPanic reports a handler's panic through apimachinery's
-// PanicHandlers, as utilruntime.HandleCrash would, but does not re-raise it.
-func (l *processorListener) recoverHandlerPanic() {
-	if r := recover(); r != nil {
-		ctx := klog.NewContext(context.Background(), l.logger)
-		for _, report := range utilruntime.PanicHandlers {
-			report(ctx, r)
-		}
 	}
 }
 
