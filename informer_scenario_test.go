@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -70,7 +71,9 @@ func TestInformerScenarios(t *testing.T) {
 				for _, mode := range []string{"watch-list", "list"} {
 					t.Run(name+"/"+mode, func(t *testing.T) {
 						t.Parallel()
-						got := runScenario(t, impls[name], mode == "list", blocks)
+						var got []string
+						// Backoffs and polls run on the bubble's fake clock.
+						synctest.Test(t, func(t *testing.T) { got = runScenario(t, impls[name], mode == "list", blocks) })
 						if *rewriteScenarios && name == "openinformer" && mode == "watch-list" {
 							writeScenario(t, file, blocks, got)
 							return
