@@ -28,10 +28,9 @@ func SetHandlerMetricsProvider(p HandlerMetricsProvider) {
 	handlerMetrics.once.Do(func() { handlerMetrics.provider = p })
 }
 
-// listenerMetrics are one handler's lag metrics. Without a provider they are
-// no-ops, and enabled, the one place "metrics off" is decided, is false:
-// callers consult it only to skip work that feeds the metrics alone (a
-// clock read per delivered batch).
+// listenerMetrics are one handler's lag metrics, no-ops without a provider.
+// enabled is false when the age metric is off (metricOff): it is consulted
+// only to skip the clock read per delivered batch that feeds that metric.
 type listenerMetrics struct {
 	enabled   bool
 	pending   GaugeMetric
@@ -43,15 +42,14 @@ func newListenerMetrics(p HandlerMetricsProvider, id InformerNameAndResource, ha
 	if p == nil {
 		p = handlerMetrics.provider
 	}
-	if p == nil {
-		return listenerMetrics{pending: noopMetric{}, oldestAge: noopMetric{}, collapses: noopMetric{}}
+	m := listenerMetrics{pending: noopMetric{}, oldestAge: noopMetric{}, collapses: noopMetric{}}
+	if p != nil {
+		m.pending = p.NewPendingNotificationsMetric(id, handler)
+		m.oldestAge = p.NewOldestPendingAgeMetric(id, handler)
+		m.collapses = p.NewBacklogCollapsesMetric(id, handler)
 	}
-	return listenerMetrics{
-		enabled:   true,
-		pending:   p.NewPendingNotificationsMetric(id, handler),
-		oldestAge: p.NewOldestPendingAgeMetric(id, handler),
-		collapses: p.NewBacklogCollapsesMetric(id, handler),
-	}
+	m.enabled = !metricOff(m.oldestAge)
+	return m
 }
 
 // idle records an empty backlog.
