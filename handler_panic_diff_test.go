@@ -186,20 +186,37 @@ func TestHandlerPanicDiff_CrashesProcessByDefault(t *testing.T) {
 		runPanickingInformerChild(impl)
 		return
 	}
+	impls := []string{"client-go", "ours"}
+	results := make([]chan panicChildResult, len(impls))
+	for i, impl := range impls { // both children at once: each is a second or so of setup
+		results[i] = make(chan panicChildResult, 1)
+		go func() { results[i] <- runPanicChild(impl) }()
+	}
 	outputs := map[string][]string{}
-	for _, impl := range []string{"client-go", "ours"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHandlerPanicDiff_CrashesProcessByDefault$", "-test.count=1")
-		cmd.Env = append(os.Environ(), panicChildEnv+"="+impl)
-		out, err := cmd.CombinedOutput()
+	for i, impl := range impls {
+		r := <-results[i]
 		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit, "%s: the process must crash; output:\n%s", impl, out)
+		require.ErrorAs(t, r.err, &exit, "%s: the process must crash; output:\n%s", impl, r.out)
 		assert.Equal(t, 2, exit.ExitCode(), "%s: exit status of an unrecovered panic", impl)
-		assert.Contains(t, string(out), "panic: handler bug on a", impl)
-		assert.NotContains(t, string(out), "child survived", impl)
-		outputs[impl] = panicLines(firstLogLines(string(out)))
+		assert.Contains(t, r.out, "panic: handler bug on a", impl)
+		assert.NotContains(t, r.out, "child survived", impl)
+		outputs[impl] = panicLines(firstLogLines(r.out))
 	}
 	require.NotEmpty(t, outputs["client-go"])
 	assert.Equal(t, outputs["client-go"], outputs["ours"], "Observed a panic lines")
+}
+
+type panicChildResult struct {
+	out string
+	err error
+}
+
+// runPanicChild re-runs this test binary as a child running impl.
+func runPanicChild(impl string) panicChildResult {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHandlerPanicDiff_CrashesProcessByDefault$", "-test.count=1")
+	cmd.Env = append(os.Environ(), panicChildEnv+"="+impl)
+	out, err := cmd.CombinedOutput()
+	return panicChildResult{string(out), err}
 }
 
 // panicLines keeps the "Observed a panic" entries.
