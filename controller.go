@@ -27,8 +27,11 @@ type controller struct {
 }
 
 // New returns a Controller for a copy of c. Nothing runs until Run.
-func New(c *Config) Controller {
-	return &controller{config: *c, clock: clock.RealClock{}}
+func New(c *Config) Controller { return newController(c, clock.RealClock{}) }
+
+// newController is New with the clock its Reflector runs on.
+func newController(c *Config, clk clock.Clock) *controller {
+	return &controller{config: *c, clock: clk}
 }
 
 // Run is RunWithContext with a stop channel.

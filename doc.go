@@ -80,6 +80,17 @@
 // never a panic or a half-applied change; the README lists every such
 // difference.
 //
+// # Locks
+//
+// Locks are taken in one order: the informer's own lock or the queue's,
+// then the informer's blockDeltas (held while a batch is applied and
+// distributed, and while a handler joins or leaves), then the processor's,
+// then one listener's; the store's lock is innermost and never held while
+// calling out. A listener's goroutine takes only its own listener's lock,
+// never one of the informer: a collapsed backlog is resolved from the
+// notifications it recorded, not from the cache. Each locking type's doc
+// comment says what its locks guard.
+//
 // # Testing
 //
 // Package github.com/openinformer/cache/fake is an in-memory API server that

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -218,7 +219,7 @@ func (d *diffSubject) stop() {
 	<-d.done
 }
 
-// diffEventually polls cond; the reflector's backoff runs on real time.
+// diffEventually polls cond, on the fake clock inside a synctest bubble.
 func diffEventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -381,7 +382,9 @@ func TestDifferentialInformerMatchesClientGo(t *testing.T) {
 				// Both informers read the same client-go gates.
 				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
 			}
-			diffScenario(t, mode.watchList, mode.resync)
+			// The Reflector's backoff after 410 and closed watches runs on
+			// the bubble's fake clock, so the scenario takes no real time.
+			synctest.Test(t, func(t *testing.T) { diffScenario(t, mode.watchList, mode.resync) })
 			goleak.VerifyNone(t)
 		})
 	}

@@ -1,17 +1,15 @@
 package cache
 
 import (
-	"bufio"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -22,6 +20,7 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/fake"
+	"github.com/openinformer/cache/internal/script"
 )
 
 // Scenario scripts (testdata/informer/*.txt) describe informer behaviour as a
@@ -45,9 +44,9 @@ import (
 // Output lines are "NAME: add|update|delete KEY@RV ...", handlers sorted by
 // name, each handler's lines in delivery order per key. Lines of different
 // keys are sorted by key, because the order across keys within one relist is
-// unspecified (client-go takes it from a map). Run with -rewrite to
-// regenerate.
-var rewriteScenarios = flag.Bool("rewrite", false, "rewrite testdata/informer expectations from openinformer's output")
+// unspecified (client-go takes it from a map). The format is package
+// internal/script's; -rewrite regenerates the expectations from
+// openinformer's output with watch-list.
 
 // scenarioBarrierKey is a pod that every command updates last: once each
 // handler has seen that update, it has seen everything before it.
@@ -65,76 +64,20 @@ func TestInformerScenarios(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			blocks := parseScenario(t, file)
+			blocks := script.Parse(t, file)
 			for _, name := range []string{"openinformer", "client-go"} {
 				for _, mode := range []string{"watch-list", "list"} {
 					t.Run(name+"/"+mode, func(t *testing.T) {
 						t.Parallel()
-						got := runScenario(t, impls[name], mode == "list", blocks)
-						if *rewriteScenarios && name == "openinformer" && mode == "watch-list" {
-							writeScenario(t, file, blocks, got)
-							return
-						}
-						for i, b := range blocks {
-							require.Equal(t, b.want, got[i], "%s:%d: %s", file, b.line, b.cmd)
-						}
+						var got []string
+						// Backoffs and polls run on the bubble's fake clock.
+						synctest.Test(t, func(t *testing.T) { got = runScenario(t, impls[name], mode == "list", blocks) })
+						script.Check(t, file, blocks, got, name == "openinformer" && mode == "watch-list")
 					})
 				}
 			}
 		})
 	}
-}
-
-type scenarioBlock struct {
-	line int
-	cmd  string
-	want string
-}
-
-func parseScenario(t *testing.T, file string) []scenarioBlock {
-	f, err := os.Open(file)
-	require.NoError(t, err)
-	defer f.Close()
-	var blocks []scenarioBlock
-	var cur *scenarioBlock
-	inOutput := false
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case inOutput && line == "":
-			inOutput, cur = false, nil
-		case inOutput:
-			cur.want += line + "\n"
-		case line == "" || strings.HasPrefix(line, "#"):
-		case line == "----":
-			require.NotNil(t, cur, "%s:%d: output without a command", file, n)
-			inOutput = true
-		default:
-			blocks = append(blocks, scenarioBlock{line: n, cmd: line})
-			cur = &blocks[len(blocks)-1]
-		}
-	}
-	require.NoError(t, sc.Err())
-	return blocks
-}
-
-func writeScenario(t *testing.T, file string, blocks []scenarioBlock, got []string) {
-	src, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var header strings.Builder
-	for _, line := range strings.SplitAfter(string(src), "\n") {
-		if !strings.HasPrefix(line, "#") {
-			break
-		}
-		header.WriteString(line)
-	}
-	var out strings.Builder
-	out.WriteString(header.String())
-	for i, b := range blocks {
-		fmt.Fprintf(&out, "\n%s\n----\n%s", b.cmd, got[i])
-	}
-	require.NoError(t, os.WriteFile(file, []byte(out.String()), 0o644))
 }
 
 // scenario is one run of a script against one informer implementation.
@@ -148,7 +91,7 @@ type scenario struct {
 	stop     func()
 }
 
-func runScenario(t *testing.T, newInformer func(ListerWatcher, runtime.Object, time.Duration, Indexers) SharedIndexInformer, listMode bool, blocks []scenarioBlock) []string {
+func runScenario(t *testing.T, newInformer func(ListerWatcher, runtime.Object, time.Duration, Indexers) SharedIndexInformer, listMode bool, blocks []script.Block) []string {
 	server := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: listMode})
 	s := &scenario{t: t, server: server,
 		handlers: map[string]*scenarioHandler{}, regs: map[string]ResourceEventHandlerRegistration{}}
@@ -161,7 +104,7 @@ func runScenario(t *testing.T, newInformer func(ListerWatcher, runtime.Object, t
 	}()
 	out := make([]string, len(blocks))
 	for i, b := range blocks {
-		out[i] = s.do(b.cmd) + s.settle()
+		out[i] = s.do(b.Cmd) + s.settle()
 	}
 	return out
 }

@@ -104,7 +104,6 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		mutationDetector:  NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
 		resyncCheckPeriod: options.ResyncPeriod,
 		defaultResync:     options.ResyncPeriod,
-		synced:            make(chan struct{}),
 	}
 	slow := options.SlowHandlerThreshold
 	if slow == 0 {
@@ -112,7 +111,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 	}
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
-		view:          &cacheView{distribution: &s.blockDeltas, store: s.indexer, keyFunc: DeletionHandlingMetaNamespaceKeyFunc},
+		keyFunc:       DeletionHandlingMetaNamespaceKeyFunc,
 		backlogLimit:  options.MaxPendingNotificationsPerHandler,
 		slowThreshold: slow,
 		metrics:       options.HandlerMetricsProvider,
@@ -122,9 +121,14 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 }
 
 // sharedIndexInformer is a cache, the controller filling it and the
-// processor fanning its changes out to handlers. blockDeltas serializes
-// applying deltas with joining and leaving handlers, so that a late handler
-// sees the cache and then exactly the changes after it.
+// processor fanning its changes out to handlers.
+//
+// mu guards the lifecycle (started, stopped, controller) and what may only
+// be set before Run. blockDeltas is held while a batch of deltas is applied
+// to the cache and distributed, and while a handler joins or leaves, so that
+// a late handler sees the cache and then exactly the changes after it. mu is
+// taken before blockDeltas; the processor's lock nests inside both. Whether
+// the informer synced is recorded once, by the processor.
 type sharedIndexInformer struct {
 	indexer           Indexer
 	processor         *sharedProcessor
@@ -135,7 +139,6 @@ type sharedIndexInformer struct {
 	identifier        InformerNameAndResource
 	metricsProvider   InformerMetricsProvider
 	clock             clock.Clock
-	synced            chan struct{}
 
 	blockDeltas sync.Mutex
 
@@ -212,7 +215,6 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-queue.HasSyncedChecker().Done():
-			close(s.synced)
 			s.processor.markSynced()
 		}
 	}()
@@ -226,7 +228,7 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 
 // start builds the queue (per the feature gates, now) and the controller;
 // nil if the informer was started before.
-func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
+func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logger := klog.FromContext(ctx)
@@ -243,7 +245,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 		metricsProvider: s.metricsProvider,
 	})
 	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer, keyFunc: DeletionHandlingMetaNamespaceKeyFunc}
-	ctrl := New(&Config{
+	ctrl := newController(&Config{
 		Queue:             queue,
 		ListerWatcher:     s.lw,
 		ObjectType:        s.objectType,
@@ -261,8 +263,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 			return apply.processBatch(deltas, isInInitialList)
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
-	}).(*controller)
-	ctrl.clock = s.clock
+	}, s.clock)
 	s.controller = ctrl
 	s.started = true
 	return ctrl, queue
@@ -285,7 +286,7 @@ func (c informerSyncedChecker) Name() string {
 	return fmt.Sprintf("SharedIndexInformer %T", c.s.objectType)
 }
 
-func (c informerSyncedChecker) Done() <-chan struct{} { return c.s.synced }
+func (c informerSyncedChecker) Done() <-chan struct{} { return c.s.processor.cfg.synced }
 
 // LastSyncResourceVersion is the reflector's, or "" before Run.
 func (s *sharedIndexInformer) LastSyncResourceVersion() string {

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientcache "k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
@@ -257,7 +256,7 @@ func TestI10_RegistrationSyncedOnlyAfterInitialAddsReturned(t *testing.T) {
 }
 
 func TestI10_PanickingInitialAddStillSyncs(t *testing.T) {
-	require.True(t, utilruntime.ReallyCrash, "recovery must not depend on ReallyCrash")
+	setReallyCrash(t, false)
 	_, lw := informerTestServer("a", "b")
 	inf := NewSharedIndexInformer(lw, &v1.Pod{}, 0, nil)
 	var mu sync.Mutex

@@ -1,10 +1,8 @@
 package reflectorfsm
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,12 +10,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/openinformer/cache/internal/script"
 )
 
-// TestScripts replays the scripts in testdata. A script is a sequence of
-// inputs, each followed by the action the machine must answer with, on a
-// line starting with "> ". Lines starting with "#" are comments; a first
-// line "config watchlist" turns watch-list streaming on.
+// TestScripts replays the scripts in testdata (format: package
+// internal/script; -rewrite regenerates them). Each command is an input to
+// the machine and its output the action the machine answers with; a
+// command "config watchlist" (no output) turns watch-list streaming on
+// before the first input.
 //
 // Inputs:
 //
@@ -27,7 +28,7 @@ import (
 //	replaced [err=CLASS]
 //	watch-start-failed err=CLASS
 //	watch-ended [err=CLASS] [at=DURATION]
-//	event rv=RV [past-adds]        (answered with "> recorded" or "> skipped")
+//	event rv=RV [past-adds]        (answered with "recorded" or "skipped")
 //
 // CLASS is one of expired, gone, toolarge, 429, refused, internal, other.
 func TestScripts(t *testing.T) {
@@ -40,32 +41,19 @@ func TestScripts(t *testing.T) {
 }
 
 func runScript(t *testing.T, file string) {
-	f, err := os.Open(file)
-	require.NoError(t, err)
-	defer f.Close()
 	var m *Machine
-	var got string
 	start := time.Unix(1000, 0)
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
-		case line == "config watchlist":
+	script.Run(t, file, func(cmd string) string {
+		if cmd == "config watchlist" {
+			require.Nil(t, m, "%s: config after the first input", file)
 			m = newTestMachine(true)
-		case strings.HasPrefix(line, "> "):
-			require.Equal(t, strings.TrimPrefix(line, "> "), got, "%s:%d", file, n)
-			got = ""
-		default:
-			if m == nil {
-				m = newTestMachine(false)
-			}
-			require.Empty(t, got, "%s:%d: the previous action was not checked", file, n)
-			got = stepScript(t, m, line, start)
+			return ""
 		}
-	}
-	require.NoError(t, sc.Err())
-	require.Empty(t, got, "%s: the last action was not checked", file)
+		if m == nil {
+			m = newTestMachine(false)
+		}
+		return stepScript(t, m, cmd, start) + "\n"
+	})
 }
 
 func stepScript(t *testing.T, m *Machine, line string, start time.Time) string {

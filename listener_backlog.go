@@ -1,0 +1,161 @@
+package cache
+
+import (
+	"sort"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/openinformer/cache/internal/deque"
+)
+
+// A bounded backlog (SharedIndexInformerOptions.MaxPendingNotificationsPerHandler).
+//
+// When a handler's backlog is full, its notifications are replaced by one
+// record per key they touched: what the handler last saw for the key and
+// what the latest notification left. The latest state comes from the
+// notifications themselves, not from the informer's cache, so resolving a
+// collapse needs no lock of the informer and no read of its store, and is
+// by construction consistent with every notification distributed to the
+// handler so far: whatever is queued after the collapse is resolved follows
+// it in order.
+
+// keyState is what a collapsed backlog remembers of one key: the handler's
+// view before the first dropped notification, and the latest state.
+type keyState struct {
+	// Before: obj if present; when the first dropped notification was a
+	// delete, the handler held the deleted object and the delete itself is
+	// kept in deletion. initial is the isInInitialList flag of a first
+	// dropped add.
+	obj      interface{}
+	present  bool
+	initial  bool
+	deletion interface{}
+	// After: the object the latest notification left, if it exists.
+	latest interface{}
+	exists bool
+}
+
+// backlogOverflow is a collapsed backlog; its memory is bounded by the
+// number of distinct keys, not by the number of events.
+type backlogOverflow struct {
+	keyFunc KeyFunc
+	keys    map[string]keyState
+	// initialOutstanding counts discarded initial-list adds whose sync
+	// tracking is settled once the resync was delivered.
+	initialOutstanding int64
+}
+
+func newBacklogOverflow(keyFunc KeyFunc) *backlogOverflow {
+	return &backlogOverflow{keyFunc: keyFunc, keys: map[string]keyState{}}
+}
+
+// record folds n into the key's state; it reports an object without a key.
+func (o *backlogOverflow) record(n notification) error {
+	if n.tracked {
+		o.initialOutstanding++
+	}
+	key, err := o.keyFunc(n.object())
+	if err != nil {
+		return err
+	}
+	st, seen := o.keys[key]
+	if !seen {
+		switch n.kind {
+		case addNotification:
+			st.initial = n.initial
+		case updateNotification:
+			st.obj, st.present = n.oldObj, true
+		case deleteNotification:
+			st.present, st.deletion = true, n.oldObj
+		}
+	}
+	st.latest, st.exists = n.newObj, n.kind != deleteNotification
+	o.keys[key] = st
+	return nil
+}
+
+// reconcile turns the record into notifications, key by key in sorted
+// order. A key whose first dropped notification was a delete gets that
+// delete, followed by an add if the key exists again. Otherwise: present
+// before and now → update from the old to the latest object; only now →
+// add; only before → delete with a DeletedFinalStateUnknown tombstone
+// holding the old object (the final state was not observed).
+func (o *backlogOverflow) reconcile() []notification {
+	keys := make([]string, 0, len(o.keys))
+	for k := range o.keys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	notes := make([]notification, 0, len(keys))
+	for _, k := range keys {
+		st := o.keys[k]
+		switch {
+		case st.deletion != nil:
+			notes = append(notes, notification{kind: deleteNotification, oldObj: st.deletion})
+			if st.exists {
+				notes = append(notes, notification{kind: addNotification, newObj: st.latest})
+			}
+		case st.exists && st.present:
+			notes = append(notes, notification{kind: updateNotification, oldObj: st.obj, newObj: st.latest})
+		case st.exists:
+			notes = append(notes, notification{kind: addNotification, newObj: st.latest, initial: st.initial})
+		case st.present:
+			notes = append(notes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: k, Obj: st.obj}})
+		}
+	}
+	return notes
+}
+
+// recordLocked folds n into the listener's collapsed backlog. Called with
+// l.mu held.
+func (l *processorListener) recordLocked(n notification) {
+	if err := l.overflow.record(n); err != nil {
+		// The cache could not have stored such an object either.
+		utilruntime.HandleErrorWithLogger(l.logger, err, "Dropping notification without a key from a collapsed backlog")
+	}
+}
+
+// collapse replaces the full backlog by the set of keys it touched, see
+// backlogOverflow. Every collapse is counted; the warning is logged at most
+// once per interval, since a handler that stays slow collapses repeatedly.
+// Called with l.mu held; now is the distribution time.
+func (l *processorListener) collapse(n notification, now time.Duration) {
+	l.overflow = newBacklogOverflow(l.cfg.keyFunc)
+	for {
+		old, ok := l.pending.PopFront()
+		if !ok {
+			break
+		}
+		l.recordLocked(old)
+	}
+	l.recordLocked(n)
+	l.pending = deque.Blocks[notification]{}
+	l.metrics.collapses.Inc()
+	l.metrics.pending.Set(float64(len(l.overflow.keys)))
+	if l.collapseLogged && now-l.lastCollapseLog < slowHandlerWarnInterval {
+		return
+	}
+	l.collapseLogged, l.lastCollapseLog = true, now
+	l.logger.Info("Warning: event handler backlog reached its limit; it will get a resync of the current cache state instead",
+		"limit", l.cfg.backlogLimit, "keys", len(l.overflow.keys))
+}
+
+// deliverResync turns the collapsed backlog into one notification per
+// touched key and delivers them, stopping early if the listener is removed.
+func (l *processorListener) deliverResync() {
+	l.mu.Lock()
+	ov := l.overflow
+	l.overflow = nil
+	l.mu.Unlock()
+	if ov == nil {
+		return
+	}
+	defer l.synced.finish(ov.initialOutstanding)
+	for _, n := range ov.reconcile() {
+		if l.isRemoved() {
+			return
+		}
+		l.deliver(n)
+	}
+}
