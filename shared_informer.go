@@ -353,7 +353,7 @@ func (s *sharedIndexInformer) AddEventHandlerWithOptions(handler ResourceEventHa
 	if s.stopped {
 		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", handler)
 	}
-	if handler == nil {
+	if isNilHandler(handler) {
 		return nil, errors.New("handler must not be nil")
 	}
 	logger := klog.Background()
