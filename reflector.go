@@ -369,7 +369,7 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	defer run.close()
 	act := r.step(reflectorfsm.Begin{PageSize: r.WatchListPageSize, MaxInternalErrorRetry: r.MaxInternalErrorRetryDuration})
 	for {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && act.Abandoned() {
 			return nil
 		}
 		if act.Note != nil {

@@ -59,10 +59,12 @@ func runReflectorScenario(t *testing.T, sc reflectorScenario, ours bool) reflect
 		law = clientcache.NewReflectorWithOptions(lw, &v1.Pod{}, store, clientcache.ReflectorOptions{Clock: clk}).ListAndWatchWithContext
 	}
 	stepped := clk.autoStep(ctx)
-	for attempts := 0; ctx.Err() == nil; attempts++ {
+	sctx := stoppingContext{Context: ctx, lw: lw}
+	for attempts := 0; sctx.Err() == nil; attempts++ {
 		require.Less(t, attempts, 100, "reflector does not consume its script")
-		_ = law(ctx)
+		_ = law(sctx)
 	}
+	cancel()
 	return reflectorOutcome{calls: lw.recorded(), contents: store.contents(), timers: stepped(), leaked: lw.unstopped()}
 }
 
@@ -157,6 +159,24 @@ func reflectorDiffScenarios() []reflectorScenario {
 				watchStep(nil),
 			}
 		}},
+		{name: "stop right after the end bookmark", steps: func() []reflectorStep {
+			return []reflectorStep{
+				cancelAfter(watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorEvent(watch.Added, "b", "2"), reflectorBookmark("20", true))),
+			}
+		}},
+		{name: "stop right after the end bookmark of a retried start", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(reflectorTooMany()),
+				watchStep(reflectorTooMany()),
+				cancelAfter(watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("20", true))),
+			}
+		}},
+		{name: "stop right after the end bookmark of a second stream", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1")),
+				cancelAfter(watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorEvent(watch.Added, "b", "2"), reflectorBookmark("20", true))),
+			}
+		}},
 		{name: "watch-list after relist", steps: func() []reflectorStep {
 			return []reflectorStep{
 				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("20", true), reflectorErrorEvent(reflectorExpired())),
@@ -185,6 +205,11 @@ func TestReflectorDifferential(t *testing.T) {
 			assert.Zero(t, ours.leaked, "watchers left open")
 		})
 	}
+}
+
+func cancelAfter(s reflectorStep) reflectorStep {
+	s.cancelAfter = true
+	return s
 }
 
 func callStrings(calls []reflectorCall) []string {
