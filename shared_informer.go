@@ -89,6 +89,7 @@ func NewSharedIndexInformerWithOptions(lw ListerWatcher, exampleObject runtime.O
 }
 
 func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, options SharedIndexInformerOptions, clk clock.Clock) *sharedIndexInformer {
+	_ = reportNilListerWatcher(lw) // Run reports it again and does not start
 	indexers := options.Indexers
 	if indexers == nil {
 		indexers = Indexers{}
