@@ -57,8 +57,8 @@ type Reflector struct {
 	listerWatcher ListerWatcherWithContext
 	// noListerWatcher is what ListAndWatch returns without a ListerWatcher.
 	noListerWatcher error
-	resyncPeriod  time.Duration
-	clock         clock.Clock
+	resyncPeriod    time.Duration
+	clock           clock.Clock
 	// runClock times the pause between ListAndWatch attempts in Run. Like
 	// client-go it is the real clock whatever Clock the options gave.
 	runClock          clock.Clock
