@@ -59,9 +59,11 @@ func informerAdd(p *v1.Pod) mutationStep {
 func informerDelete(p *v1.Pod) mutationStep {
 	return func(w mutationWorld) { _ = w.store.Delete(p); _ = w.indexer.Delete(p) }
 }
-func notifyAddOrUpdate(p *v1.Pod) mutationStep { return func(w mutationWorld) { w.mc.OnAddOrUpdate(p) } }
-func notifyDelete(p *v1.Pod) mutationStep      { return func(w mutationWorld) { w.mc.OnDelete(p) } }
-func mutate(p *v1.Pod) mutationStep            { return func(w mutationWorld) { w.mc.Mutation(p) } }
+func notifyAddOrUpdate(p *v1.Pod) mutationStep {
+	return func(w mutationWorld) { w.mc.OnAddOrUpdate(p) }
+}
+func notifyDelete(p *v1.Pod) mutationStep { return func(w mutationWorld) { w.mc.OnDelete(p) } }
+func mutate(p *v1.Pod) mutationStep       { return func(w mutationWorld) { w.mc.Mutation(p) } }
 
 func describeMutationPod(obj interface{}) string {
 	if p, ok := obj.(*v1.Pod); ok {
