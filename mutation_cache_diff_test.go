@@ -132,3 +132,18 @@ func TestMutationCacheMatchesClientGo(t *testing.T) {
 		})
 	}
 }
+
+// TestMutationCacheHidesItsTombstones is the one difference the README
+// lists for reads: told of a delete before its store caught up, client-go
+// hands its internal tombstone out as if it were the object.
+func TestMutationCacheHidesItsTombstones(t *testing.T) {
+	var views [2][]string
+	for i, ours := range []bool{false, true} {
+		w := newMutationWorld(ours, false)
+		informerAdd(mutationPod("uid-1", "2"))(w)
+		notifyDelete(mutationPod("uid-1", "3"))(w)
+		views[i] = []string{w.listed(), w.got()}
+	}
+	assert.Equal(t, []string{"byIndex=[*cache.tombstone] err=<nil>", "get=*cache.tombstone err=<nil>"}, views[0])
+	assert.Equal(t, []string{"byIndex=[] err=<nil>", "get=absent err=<nil>"}, views[1])
+}
