@@ -216,6 +216,7 @@ func NewTransformingIndexerInformer(lw ListerWatcher, objType runtime.Object, re
 // newInformerController wires a queue chosen by the feature gates (read
 // now) between a reflector and store, calling options.Handler inline.
 func newInformerController(store Store, options InformerOptions) Controller {
+	_ = reportNilListerWatcher(options.ListerWatcher) // Run reports it again and does not start
 	logger := klog.Background()
 	if options.Logger != nil {
 		logger = *options.Logger

@@ -31,8 +31,9 @@
 // two batches or more behind, writers wait for the batch in hand to be
 // processed, so a slow consumer cannot make the queue grow without bound.
 // DeltaFIFO, the older design that folds the changes of one object
-// together, is still available and is used when the InOrderInformers
-// feature gate is off.
+// together, is still available as the Queue of a controller built with
+// New; informers no longer use it, since client-go v0.37.2 locks the
+// InOrderInformers feature gate on.
 //
 // The controller pops the queue in order, in batches where it can, applies
 // each change to the Indexer and decides whether it is an add, an update or

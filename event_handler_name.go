@@ -9,10 +9,11 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
-// eventHandlerName names a handler for logs, lag metrics and sync checkers.
-// Function adapters (ours, or client-go's when a caller mixes the two
-// packages) are named after where their functions are defined;
-// other handlers after their (dereferenced) type; anything unnamed falls
+// eventHandlerName names a handler for logs, lag metrics and sync checkers,
+// exactly as client-go would. Function adapters (ours, or client-go's when
+// a caller mixes the two packages) are named after where their functions
+// are defined; other handlers after their (dereferenced) type, this
+// package's types under client-go's package path; anything unnamed falls
 // back to its %T spelling, so the result is never empty.
 func eventHandlerName(h ResourceEventHandler) string {
 	var name string
@@ -40,17 +41,39 @@ func eventHandlerName(h ResourceEventHandler) string {
 }
 
 // namedTypeOf returns "pkgpath.TypeName" of v, looking through a non-nil
-// pointer; "" when the type has neither.
+// pointer; "" when the type has neither. This package's handler types
+// answer with client-go's path, since log scrapers and dashboards keyed on
+// client-go's names must keep working after the import swap.
 func namedTypeOf(v interface{}) string {
 	t := reflect.TypeOf(v)
 	if rv := reflect.ValueOf(v); t.Kind() == reflect.Pointer && !rv.IsNil() {
 		t = t.Elem()
 	}
-	if t.PkgPath() == "" {
+	pkg := t.PkgPath()
+	if pkg == "" {
 		return t.Name()
 	}
-	return t.PkgPath() + "." + t.Name()
+	if base, _, _ := strings.Cut(t.Name(), "["); pkg == thisPackagePath && clientGoHandlerTypes[base] {
+		pkg = clientGoCachePath
+	}
+	return pkg + "." + t.Name()
 }
+
+// clientGoHandlerTypes are this package's handler types (generic ones
+// without their type arguments) that have a namesake in client-go.
+var clientGoHandlerTypes = map[string]bool{
+	"ResourceEventHandlerFuncs":         true,
+	"ResourceEventHandlerDetailedFuncs": true,
+	"FilteringResourceEventHandler":     true,
+	"typedResourceEventHandler":         true,
+}
+
+// thisPackagePath and clientGoCachePath are the import paths of this
+// package and of the one it replaces.
+var (
+	thisPackagePath   = reflect.TypeOf(ResourceEventHandlerFuncs{}).PkgPath()
+	clientGoCachePath = reflect.TypeOf(clientcache.ResourceEventHandlerFuncs{}).PkgPath()
+)
 
 // funcsQualifiedName returns the qualifier (symbol name minus its last
 // element) shared by all non-nil functions, or their full symbol names
@@ -91,4 +114,20 @@ func funcSymbolName(fn interface{}) string {
 		return f.Name()
 	}
 	return ""
+}
+
+// isNilHandler reports whether h is nil or a nil pointer to a type whose
+// methods have value receivers: such a handler can never be called without
+// panicking, so it is refused up front like an untyped nil. Nil pointers to
+// types with pointer-receiver methods stay valid, as in client-go.
+func isNilHandler(h ResourceEventHandler) bool {
+	if h == nil {
+		return true
+	}
+	v := reflect.ValueOf(h)
+	if v.Kind() != reflect.Pointer || !v.IsNil() {
+		return false
+	}
+	_, valueReceiver := v.Type().Elem().MethodByName("OnAdd")
+	return valueReceiver
 }

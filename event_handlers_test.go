@@ -116,7 +116,7 @@ func TestI11_HandlerNames(t *testing.T) {
 		"clientgoFuncs":  {clientcache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {}}, pkg + ".TestI11_HandlerNames"},
 		"noFuncs":        {ResourceEventHandlerFuncs{}, "cache.ResourceEventHandlerFuncs"},
 		"nilPtrToFuncs":  {(*ResourceEventHandlerFuncs)(nil), "*cache.ResourceEventHandlerFuncs"},
-		"detailed":       {ResourceEventHandlerDetailedFuncs{}, pkg + ".ResourceEventHandlerDetailedFuncs"},
+		"detailed":       {ResourceEventHandlerDetailedFuncs{}, "k8s.io/client-go/tools/cache.ResourceEventHandlerDetailedFuncs"},
 		"struct":         {nameTestHandler{}, pkg + ".nameTestHandler"},
 		"ptrToStruct":    {&nameTestHandler{}, pkg + ".nameTestHandler"},
 		"nil":            {nil, "<nil>"},

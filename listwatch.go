@@ -3,10 +3,14 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/watchlist"
 )
@@ -41,17 +45,17 @@ var (
 )
 
 // List lists with ListFunc, or ListWithContextFunc and a background context.
-func (lw *ListWatch) List(options metav1.ListOptions) (runtime.Object, error) {
+func (lw *ListWatch) List(options metav1.ListOptions) (apiruntime.Object, error) {
 	return lw.list(context.Background(), options, true)
 }
 
 // ListWithContext lists with ListWithContextFunc, or ListFunc.
-func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (apiruntime.Object, error) {
 	return lw.list(ctx, options, false)
 }
 
 // list calls the function of the preferred flavour, else the other one.
-func (lw *ListWatch) list(ctx context.Context, options metav1.ListOptions, plainFirst bool) (runtime.Object, error) {
+func (lw *ListWatch) list(ctx context.Context, options metav1.ListOptions, plainFirst bool) (apiruntime.Object, error) {
 	switch {
 	case lw.ListFunc != nil && (plainFirst || lw.ListWithContextFunc == nil):
 		return lw.ListFunc(options)
@@ -97,7 +101,7 @@ func NewListWatchFromClient(c Getter, resource string, namespace string, fieldSe
 // namespace whose requests pass through optionsModifier first. All four
 // function fields are set; the context-free ones use context.Background().
 func NewFilteredListWatchFromClient(c Getter, resource string, namespace string, optionsModifier func(options *metav1.ListOptions)) *ListWatch {
-	list := func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	list := func(ctx context.Context, options metav1.ListOptions) (apiruntime.Object, error) {
 		optionsModifier(&options)
 		return c.Get().Namespace(namespace).Resource(resource).
 			VersionedParams(&options, metav1.ParameterCodec).
@@ -111,7 +115,7 @@ func NewFilteredListWatchFromClient(c Getter, resource string, namespace string,
 			Watch(ctx)
 	}
 	return &ListWatch{
-		ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
+		ListFunc: func(options metav1.ListOptions) (apiruntime.Object, error) {
 			return list(context.Background(), options)
 		},
 		WatchFunc: func(options metav1.ListOptions) (watch.Interface, error) {
@@ -133,7 +137,7 @@ func ToListerWithContext(l Lister) ListerWithContext {
 
 type listerIgnoringContext struct{ Lister }
 
-func (l listerIgnoringContext) ListWithContext(_ context.Context, options metav1.ListOptions) (runtime.Object, error) {
+func (l listerIgnoringContext) ListWithContext(_ context.Context, options metav1.ListOptions) (apiruntime.Object, error) {
 	return l.List(options)
 }
 
@@ -189,4 +193,35 @@ type listWatchWithWatchListSemantics struct {
 // was built for cannot stream with watch-list.
 func (lw *listWatchWithWatchListSemantics) IsWatchListSemanticsUnSupported() bool {
 	return lw.unsupported
+}
+
+// reportNilListerWatcher reports a missing ListerWatcher as soon as it is
+// passed, because the constructors that take one have no error to return:
+// the error names the call the user made (the outermost function of this
+// package on the stack), goes to utilruntime.HandleError at once, and is
+// returned for what was built to refuse to run with. nil when lw is set.
+func reportNilListerWatcher(lw ListerWatcher) error {
+	if lw != nil {
+		return nil
+	}
+	err := fmt.Errorf("%s: nil ListerWatcher", packageEntryPoint())
+	utilruntime.HandleError(err)
+	return err
+}
+
+// packageEntryPoint is the name of the outermost function of this package
+// on the caller's stack, without the package path. This package's own
+// tests count as callers from outside.
+func packageEntryPoint() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	entry := ""
+	for {
+		f, more := frames.Next()
+		if inReflectorPackage(f.Function) && !strings.HasSuffix(f.File, "_test.go") {
+			entry = strings.TrimPrefix(f.Function, reflectorPackage+".")
+		} else if entry != "" || !more {
+			return entry
+		}
+	}
 }

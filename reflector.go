@@ -55,8 +55,10 @@ type Reflector struct {
 	// rvUpdater is store, if it wants every applied event's version.
 	rvUpdater     ResourceVersionUpdater
 	listerWatcher ListerWatcherWithContext
-	resyncPeriod  time.Duration
-	clock         clock.Clock
+	// noListerWatcher is what ListAndWatch returns without a ListerWatcher.
+	noListerWatcher error
+	resyncPeriod    time.Duration
+	clock           clock.Clock
 	// runClock times the pause between ListAndWatch attempts in Run. Like
 	// client-go it is the real clock whatever Clock the options gave.
 	runClock          clock.Clock
@@ -170,6 +172,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		watchErrorHandler: DefaultWatchErrorHandler,
 	}
 	r.rvUpdater, _ = store.(ResourceVersionUpdater)
+	r.noListerWatcher = reportNilListerWatcher(lw)
 	if r.name == "" {
 		r.name = reflectorCallSite()
 	}
@@ -216,12 +219,9 @@ func listerWatcherOrNil(lw ListerWatcher) ListerWatcherWithContext {
 	return ToListerWatcherWithContext(lw)
 }
 
-// Errors of a Reflector built without a ListerWatcher or a store, where
-// client-go would panic.
-var (
-	errReflectorNoListerWatcher = errors.New("reflector has no ListerWatcher")
-	errReflectorNoStore         = errors.New("reflector has no store")
-)
+// errReflectorNoStore is the error of a Reflector built without a store,
+// where client-go would panic.
+var errReflectorNoStore = errors.New("reflector has no store")
 
 // reflectorBackoff returns the custom backoff if one was given, else the
 // default one.
@@ -361,7 +361,7 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
 	switch {
 	case r.listerWatcher == nil:
-		return errReflectorNoListerWatcher
+		return r.noListerWatcher
 	case r.store == nil:
 		return errReflectorNoStore
 	}
@@ -369,7 +369,7 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	defer run.close()
 	act := r.step(reflectorfsm.Begin{PageSize: r.WatchListPageSize, MaxInternalErrorRetry: r.MaxInternalErrorRetryDuration})
 	for {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && act.Abandoned() {
 			return nil
 		}
 		if act.Note != nil {

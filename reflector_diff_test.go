@@ -59,10 +59,12 @@ func runReflectorScenario(t *testing.T, sc reflectorScenario, ours bool) reflect
 		law = clientcache.NewReflectorWithOptions(lw, &v1.Pod{}, store, clientcache.ReflectorOptions{Clock: clk}).ListAndWatchWithContext
 	}
 	stepped := clk.autoStep(ctx)
-	for attempts := 0; ctx.Err() == nil; attempts++ {
+	sctx := stoppingContext{Context: ctx, lw: lw}
+	for attempts := 0; sctx.Err() == nil; attempts++ {
 		require.Less(t, attempts, 100, "reflector does not consume its script")
-		_ = law(ctx)
+		_ = law(sctx)
 	}
+	cancel()
 	return reflectorOutcome{calls: lw.recorded(), contents: store.contents(), timers: stepped(), leaked: lw.unstopped()}
 }
 
@@ -157,6 +159,79 @@ func reflectorDiffScenarios() []reflectorScenario {
 				watchStep(nil),
 			}
 		}},
+		{name: "stop right after the end bookmark", steps: func() []reflectorStep {
+			return []reflectorStep{
+				cancelAfter(watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorEvent(watch.Added, "b", "2"), reflectorBookmark("20", true))),
+			}
+		}},
+		{name: "stop right after the end bookmark of a retried start", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(reflectorTooMany()),
+				watchStep(reflectorTooMany()),
+				cancelAfter(watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("20", true))),
+			}
+		}},
+		{name: "stop right after the end bookmark of a second stream", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1")),
+				cancelAfter(watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorEvent(watch.Added, "b", "2"), reflectorBookmark("20", true))),
+			}
+		}},
+		{name: "store read error during watch", noWL: true, steps: func() []reflectorStep {
+			readErr := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500,
+				Reason: metav1.StatusReasonStoreReadError, Message: "corrupt object has been deleted"}}
+			return []reflectorStep{
+				listStep(reflectorPodList("3", "", a1, b1), nil),
+				watchStep(nil, reflectorEvent(watch.Added, "c", "4"), reflectorErrorEvent(readErr)),
+				listStep(reflectorPodList("5", "", a1, b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "internal errors during watch", noWL: true, steps: func() []reflectorStep {
+			boom := apierrors.NewInternalError(errors.New("boom"))
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(nil, reflectorEvent(watch.Added, "b", "11"), reflectorErrorEvent(boom)),
+				listStep(reflectorPodList("12", "", a1, b1), nil),
+				watchStep(nil, reflectorErrorEvent(boom)),
+				listStep(reflectorPodList("13", "", b1), nil),
+				watchStep(nil, reflectorEvent(watch.Modified, "b", "14")),
+			}
+		}},
+		{name: "resume after 410 from the last event", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(nil, reflectorEvent(watch.Added, "b", "11"), reflectorBookmark("15", false)),
+				watchStep(reflectorExpired()),
+				listStep(reflectorPodList("15", "", a1, b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "paginated first list, exact relist expired", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "next", a1), nil),
+				listStep(reflectorPodList("10", "", b1), nil),
+				watchStep(nil, reflectorErrorEvent(reflectorExpired())),
+				listStep(nil, reflectorExpired()),
+				listStep(reflectorPodList("20", "", a1, b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "forbidden watch", noWL: true, steps: func() []reflectorStep {
+			return []reflectorStep{
+				listStep(reflectorPodList("10", "", a1), nil),
+				watchStep(apierrors.NewForbidden(reflectorTestGR, "x", errors.New("no"))),
+				listStep(reflectorPodList("11", "", a1, b1), nil),
+				watchStep(nil),
+			}
+		}},
+		{name: "watch-list with changes before its bookmark", steps: func() []reflectorStep {
+			return []reflectorStep{
+				watchStep(nil, reflectorEvent(watch.Added, "b", "2"), reflectorEvent(watch.Added, "a", "1"),
+					reflectorEvent(watch.Modified, "b", "3"), reflectorEvent(watch.Deleted, "a", "4"), reflectorBookmark("5", true)),
+				watchStep(nil, reflectorEvent(watch.Added, "c", "6")),
+			}
+		}},
 		{name: "watch-list after relist", steps: func() []reflectorStep {
 			return []reflectorStep{
 				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("20", true), reflectorErrorEvent(reflectorExpired())),
@@ -185,6 +260,11 @@ func TestReflectorDifferential(t *testing.T) {
 			assert.Zero(t, ours.leaked, "watchers left open")
 		})
 	}
+}
+
+func cancelAfter(s reflectorStep) reflectorStep {
+	s.cancelAfter = true
+	return s
 }
 
 func callStrings(calls []reflectorCall) []string {

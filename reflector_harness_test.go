@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,6 +99,9 @@ type reflectorStep struct {
 	advance time.Duration
 	// isWatch must match the request kind.
 	isWatch bool
+	// cancelAfter hands the events over one at a time and cancels the
+	// test's context as soon as the reflector has taken the last one.
+	cancelAfter bool
 }
 
 func listStep(obj runtime.Object, err error) reflectorStep {
@@ -121,6 +125,25 @@ type reflectorScriptLW struct {
 	calls    []reflectorCall
 	watchers []*reflectorScriptWatcher
 	noWL     bool
+	// stopping makes a stoppingContext report its end early.
+	stopping atomic.Bool
+}
+
+// stoppingContext reports itself cancelled (Err) from the moment its
+// ListerWatcher starts handing over the last event of a cancelAfter step,
+// while Done closes only once that event was taken: a reflector that
+// checks Err after reading the event sees the stop that, in production,
+// can land at that very moment.
+type stoppingContext struct {
+	context.Context
+	lw *reflectorScriptLW
+}
+
+func (c stoppingContext) Err() error {
+	if c.lw.stopping.Load() {
+		return context.Canceled
+	}
+	return c.Context.Err()
 }
 
 func newReflectorScriptLW(t testing.TB, clk *reflectorTestClock, cancel context.CancelFunc, steps ...reflectorStep) *reflectorScriptLW {
@@ -170,7 +193,34 @@ func (lw *reflectorScriptLW) Watch(options metav1.ListOptions) (watch.Interface,
 	if s.err != nil {
 		return nil, s.err
 	}
+	if s.cancelAfter {
+		return lw.newHandingWatcher(s.events), nil
+	}
 	return lw.newWatcher(s.events, s.hold), nil
+}
+
+// newHandingWatcher serves events on an unbuffered channel, so that the
+// test's context is cancelled right after the reflector has read the last
+// one and before it can read anything else.
+func (lw *reflectorScriptLW) newHandingWatcher(events []watch.Event) *reflectorScriptWatcher {
+	w := &reflectorScriptWatcher{ch: make(chan watch.Event), stop: make(chan struct{})}
+	lw.mu.Lock()
+	lw.watchers = append(lw.watchers, w)
+	lw.mu.Unlock()
+	go func() {
+		for i, e := range events {
+			if i == len(events)-1 {
+				lw.stopping.Store(true)
+			}
+			select {
+			case w.ch <- watch.Event{Type: e.Type, Object: e.Object.DeepCopyObject()}:
+			case <-w.stop:
+				return
+			}
+		}
+		lw.cancel()
+	}()
+	return w
 }
 
 // IsWatchListSemanticsUnSupported lets a script opt out of watch-list.
@@ -214,6 +264,7 @@ func (lw *reflectorScriptLW) unstopped() int {
 
 type reflectorScriptWatcher struct {
 	ch      chan watch.Event
+	stop    chan struct{} // closed by Stop when not nil
 	mu      sync.Mutex
 	stopped bool
 }
@@ -222,8 +273,11 @@ func (w *reflectorScriptWatcher) ResultChan() <-chan watch.Event { return w.ch }
 
 func (w *reflectorScriptWatcher) Stop() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stop != nil && !w.stopped {
+		close(w.stop)
+	}
 	w.stopped = true
-	w.mu.Unlock()
 }
 
 // reflectorTestStore is a map-backed ReflectorStore that records what was

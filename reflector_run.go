@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,24 +86,17 @@ func (run *reflectorRun) backoff() bool {
 	}
 }
 
-// list performs one LIST, paged as the machine asked, on its own goroutine
-// so that a cancelled ctx returns at once even if the server does not.
+// list performs one LIST, paged as the machine asked, aside, so that a
+// cancelled ctx returns at once even if the server does not.
 func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 	type result struct {
 		list      runtime.Object
 		paginated bool
 		err       error
 	}
-	done := make(chan result, 1)
-	panicked := make(chan interface{}, 1)
 	lw := run.r.listerWatcher
 	ctx := run.ctx
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				panicked <- p
-			}
-		}()
+	res, err := aside(run, false, func() result {
 		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
 			return lw.ListWithContext(ctx, opts)
 		}))
@@ -113,23 +107,84 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 				err = fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, run.r.typeDescription)
 			}
 		}
-		done <- result{list, paginated, err}
-	}()
-	select {
-	case <-ctx.Done():
+		return result{list, paginated, err}
+	}, nil)
+	switch {
+	case err != nil:
 		return nil
-	case p := <-panicked:
-		panic(p)
-	case res := <-done:
-		if res.err != nil {
-			return reflectorfsm.ListDone{Err: res.err}
+	case res.err != nil:
+		return reflectorfsm.ListDone{Err: res.err}
+	}
+	listMeta, err := meta.ListAccessor(res.list)
+	if err != nil {
+		return reflectorfsm.ListDone{Err: fmt.Errorf("unable to understand list result %#v: %v", res.list, err)}
+	}
+	run.listed = res.list
+	return reflectorfsm.ListDone{ResourceVersion: listMeta.GetResourceVersion(), Paginated: res.paginated}
+}
+
+// aside runs call on its own goroutine and waits for its result, so that
+// waiting on a slow server stays interruptible: ctx's end returns
+// errReflectorStopped. With serveResync the resync timer is served
+// meanwhile (nothing writes to the store while call runs, so a resync
+// cannot overlap a write) and a failed resync is returned. A result that
+// arrives after its waiter gave up goes to discard; a panic in call is
+// re-raised on the waiting goroutine.
+func aside[T any](run *reflectorRun, serveResync bool, call func() T, discard func(T)) (T, error) {
+	var (
+		mu        sync.Mutex
+		abandoned bool
+	)
+	done := make(chan T, 1)
+	panicked := make(chan interface{}, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				panicked <- p
+			}
+		}()
+		res := call()
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned {
+			if discard != nil {
+				discard(res)
+			}
+			return
 		}
-		listMeta, err := meta.ListAccessor(res.list)
-		if err != nil {
-			return reflectorfsm.ListDone{Err: fmt.Errorf("unable to understand list result %#v: %v", res.list, err)}
+		done <- res
+	}()
+	giveUp := func(err error) (T, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		abandoned = true
+		select {
+		case res := <-done:
+			if discard != nil {
+				discard(res)
+			}
+		default:
 		}
-		run.listed = res.list
-		return reflectorfsm.ListDone{ResourceVersion: listMeta.GetResourceVersion(), Paginated: res.paginated}
+		var zero T
+		return zero, err
+	}
+	var resyncC <-chan time.Time
+	for {
+		if serveResync {
+			resyncC = run.resyncC()
+		}
+		select {
+		case <-run.ctx.Done():
+			return giveUp(errReflectorStopped)
+		case p := <-panicked:
+			panic(p)
+		case res := <-done:
+			return res, nil
+		case <-resyncC:
+			if err := run.resync(); err != nil {
+				return giveUp(err)
+			}
+		}
 	}
 }
 
@@ -176,23 +231,60 @@ func (run *reflectorRun) watch(act reflectorfsm.Action) reflectorfsm.Input {
 	r := run.r
 	run.armResync()
 	start := r.clock.Now()
+	var err error
 	if !act.Reuse {
-		w, err := r.listerWatcher.WatchWithContext(run.ctx, act.Options)
-		if err != nil {
-			if c := reflectorfsm.Classify(err); c == reflectorfsm.ClassTooManyRequests || c == reflectorfsm.ClassConnectionRefused {
-				run.logger.V(4).Info("Watch failed - backing off", "reflector", r.name, "type", r.typeDescription, "err", err)
-			}
-			return reflectorfsm.WatchStartFailed{Err: err}
+		var startErr error
+		if startErr, err = run.openWatch(act.Options); startErr != nil {
+			return reflectorfsm.WatchStartFailed{Err: startErr}
 		}
-		run.w = w
 	}
-	_, err := run.consume(start, storeEventSink{r}, false)
-	run.stopWatch()
+	if err == nil {
+		_, err = run.consume(start, storeEventSink{r}, false)
+		run.stopWatch()
+	}
 	if err == errReflectorStopped {
 		return nil
 	}
 	run.logWatchEnd(err)
 	return reflectorfsm.WatchEnded{Err: err, At: r.clock.Now()}
+}
+
+// openWatch opens run.w. The server may take long to answer (an
+// overloaded API server, a proxy holding headers), so the request runs
+// aside and resync keeps its period meanwhile, as client-go's does.
+// startErr is the request's failure; err is a stop or a failed resync
+// while waiting.
+func (run *reflectorRun) openWatch(opts metav1.ListOptions) (startErr, err error) {
+	r := run.r
+	opened, err := aside(run, true, func() openedWatch {
+		w, err := r.listerWatcher.WatchWithContext(run.ctx, opts)
+		return openedWatch{w, err}
+	}, openedWatch.stop)
+	switch {
+	case err != nil:
+		return nil, err
+	case opened.err != nil:
+		if c := reflectorfsm.Classify(opened.err); c == reflectorfsm.ClassTooManyRequests || c == reflectorfsm.ClassConnectionRefused {
+			run.logger.V(4).Info("Watch failed - backing off", "reflector", r.name, "type", r.typeDescription, "err", opened.err)
+		}
+		return opened.err, nil
+	}
+	run.w = opened.w
+	return nil, nil
+}
+
+// openedWatch is the answer to a watch request.
+type openedWatch struct {
+	w   watch.Interface
+	err error
+}
+
+// stop closes a watch that was opened after its reflector stopped
+// waiting for it.
+func (o openedWatch) stop() {
+	if o.w != nil {
+		o.w.Stop()
+	}
 }
 
 // logWatchEnd logs the routine ways a watch ends at the verbosity

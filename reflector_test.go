@@ -541,7 +541,7 @@ func reflectorBuildOnGoroutine(names chan<- string) {
 }
 
 func TestReflectorMissingPartsAreErrors(t *testing.T) {
-	assert.EqualError(t, NewReflector(nil, nil, newReflectorTestStore(), 0).ListAndWatchWithContext(context.Background()), "reflector has no ListerWatcher")
+	assert.EqualError(t, NewReflector(nil, nil, newReflectorTestStore(), 0).ListAndWatchWithContext(context.Background()), "NewReflector: nil ListerWatcher")
 	assert.EqualError(t, NewReflector(&ListWatch{}, nil, nil, 0).ListAndWatchWithContext(context.Background()), "reflector has no store")
 }
 

@@ -89,6 +89,7 @@ func NewSharedIndexInformerWithOptions(lw ListerWatcher, exampleObject runtime.O
 }
 
 func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, options SharedIndexInformerOptions, clk clock.Clock) *sharedIndexInformer {
+	_ = reportNilListerWatcher(lw) // Run reports it again and does not start
 	indexers := options.Indexers
 	if indexers == nil {
 		indexers = Indexers{}
@@ -354,7 +355,7 @@ func (s *sharedIndexInformer) AddEventHandlerWithOptions(handler ResourceEventHa
 	if s.stopped {
 		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", handler)
 	}
-	if handler == nil {
+	if isNilHandler(handler) {
 		return nil, errors.New("handler must not be nil")
 	}
 	logger := klog.Background()

@@ -136,7 +136,7 @@ func (s *typedSharedIndexInformer[T]) AddTypedEventHandler(handler TypedResource
 	if len(options) == 1 {
 		opts = options[0]
 	}
-	return s.AddEventHandlerWithOptions(&typedEventHandler[T]{handler: handler}, opts)
+	return s.AddEventHandlerWithOptions(&typedResourceEventHandler[T]{handler: handler}, opts)
 }
 
 // AddTypedIndexers adds typed index functions to the informer's indexer.
@@ -149,13 +149,15 @@ func (s *typedSharedIndexInformer[T]) GetTypedIndexer() TypedIndexer[T] {
 	return &typedIndexer[T]{Indexer: s.GetIndexer()}
 }
 
-// typedEventHandler is the untyped ResourceEventHandler that the informer
-// calls; it converts each object to T before calling the typed handler.
-type typedEventHandler[T Object] struct {
+// typedResourceEventHandler is the untyped ResourceEventHandler that the
+// informer calls; it converts each object to T before calling the typed
+// handler. It bears the name of client-go's wrapper because handler names
+// (sync checkers, logs, metric labels) are derived from it.
+type typedResourceEventHandler[T Object] struct {
 	handler TypedResourceEventHandler[T]
 }
 
-func (h *typedEventHandler[T]) OnAdd(obj interface{}, isInInitialList bool) {
+func (h *typedResourceEventHandler[T]) OnAdd(obj interface{}, isInInitialList bool) {
 	typed, ok := obj.(T)
 	if !ok {
 		reportTypedMismatch[T]("add", obj)
@@ -164,7 +166,7 @@ func (h *typedEventHandler[T]) OnAdd(obj interface{}, isInInitialList bool) {
 	h.handler.OnAdd(typed, isInInitialList)
 }
 
-func (h *typedEventHandler[T]) OnUpdate(oldObj, newObj interface{}) {
+func (h *typedResourceEventHandler[T]) OnUpdate(oldObj, newObj interface{}) {
 	typedOld, okOld := oldObj.(T)
 	typedNew, okNew := newObj.(T)
 	switch {
@@ -180,7 +182,7 @@ func (h *typedEventHandler[T]) OnUpdate(oldObj, newObj interface{}) {
 // OnDelete still delivers a delete whose object is not a T, as a tombstone
 // with the object's key, because dropping it would leave the handler
 // believing the object exists.
-func (h *typedEventHandler[T]) OnDelete(obj interface{}) {
+func (h *typedResourceEventHandler[T]) OnDelete(obj interface{}) {
 	switch o := obj.(type) {
 	case T:
 		h.handler.OnDelete(DeletedObject[T]{OptionalObj: o})

@@ -96,18 +96,22 @@ func WaitFor(ctx context.Context, what string, checkers ...DoneChecker) bool {
 		}
 		pending = slices.Delete(pending, i, i+1)
 	}
-	// ctx ended: whatever finished meanwhile still counts.
-	pending = slices.DeleteFunc(pending, IsDone)
-	if len(pending) == 0 {
+	// ctx ended: whatever finished meanwhile still counts, and is logged
+	// as done before the timeout line, as client-go does.
+	var unfinished []string
+	for _, c := range pending {
+		if !IsDone(c) {
+			unfinished = append(unfinished, c.Name())
+		} else if what != "" {
+			logger.Info("Done waiting", "for", what, "instance", c.Name())
+		}
+	}
+	if len(unfinished) == 0 {
 		return true
 	}
 	if what != "" {
-		names := make([]string, len(pending))
-		for i, c := range pending {
-			names[i] = c.Name()
-		}
-		slices.Sort(names)
-		logger.Info("Timed out waiting", "for", what, "cause", context.Cause(ctx), "instances", names)
+		slices.Sort(unfinished)
+		logger.Info("Timed out waiting", "for", what, "cause", context.Cause(ctx), "instances", unfinished)
 	}
 	return false
 }

@@ -85,6 +85,13 @@ type Action struct {
 	Note error
 }
 
+// Abandoned reports whether a stop requested before the action starts
+// skips it. Every action but Replace is: a Replace hands over state
+// already received in full (a LIST, or a watch-list stream up to its end
+// bookmark), so the store gets it even when the stop lands right after,
+// which is what client-go does.
+func (a Action) Abandoned() bool { return a.Kind != Replace }
+
 // Input is the outcome of an Action, fed back with Step.
 type Input interface{ input() }
 

@@ -134,6 +134,26 @@ func TestF9_WatchListSuccessReplacesThenReusesStream(t *testing.T) {
 	assert.False(t, m.rvUnavailable)
 }
 
+// TestStopSkipsEverythingButReplace: state already received reaches the
+// store even when a stop lands just before its Replace.
+func TestStopSkipsEverythingButReplace(t *testing.T) {
+	m := newTestMachine(true)
+	a := m.Step(Begin{})
+	assert.True(t, a.Abandoned(), "watch-list")
+	a = m.Step(WatchListDone{Err: errInternal})
+	assert.True(t, a.Abandoned(), "list")
+	a = m.Step(ListDone{ResourceVersion: "5"})
+	assert.False(t, a.Abandoned(), "replace after list")
+	a = m.Step(Replaced{})
+	assert.True(t, a.Abandoned(), "watch")
+	m.Step(WatchEnded{Err: errExpired})
+	m.Step(Begin{})
+	a = m.Step(WatchListDone{Synced: true, ResourceVersion: "9"})
+	assert.False(t, a.Abandoned(), "replace after watch-list")
+	assert.True(t, m.Step(Replaced{}).Abandoned(), "watch on the stream")
+	assert.True(t, Action{Kind: Return}.Abandoned())
+}
+
 func TestF9_WatchListReplaceFailureFallsBackToList(t *testing.T) {
 	m := newTestMachine(true)
 	m.Step(Begin{})
