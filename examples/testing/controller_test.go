@@ -39,19 +39,25 @@ func pod(name string, phase corev1.PodPhase) *corev1.Pod {
 	}
 }
 
-// startInformer runs informer until the test ends, waits until it has synced,
-// then lets its watch run for a minute of the bubble's time: both reflectors
+// startPhaseCounter serves pods on a fake server, runs a PhaseCounter's
+// informer on it until the test ends, waits until it has synced, then lets
+// its watch run for a minute of the bubble's time: both reflectors
 // (client-go's and ours) treat a watch that ends within a second having
 // delivered nothing as broken and relist, so a fault injected at once would
 // test that rule instead of the fault. Call it inside the bubble.
-func startInformer(t *testing.T, informer cache.SharedIndexInformer) {
+func startPhaseCounter(t *testing.T, pods ...runtime.Object) (*fake.Server, *PhaseCounter, cache.ResourceEventHandlerRegistration) {
 	t.Helper()
+	server := fake.MustNew(fake.Options{Object: &corev1.Pod{}, Objects: pods})
+	informer := cache.NewSharedIndexInformer(server, &corev1.Pod{}, 0, cache.Indexers{})
+	counter, reg, err := NewPhaseCounter(informer)
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); informer.RunWithContext(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced))
 	settle(time.Minute)
+	return server, counter, reg
 }
 
 // settle lets the bubble's clock run for d (long enough for any backoff)
@@ -73,20 +79,15 @@ func setPhase(t *testing.T, server *fake.Server, name string, phase corev1.PodPh
 
 func TestPhaseCounterFollowsChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server := fake.MustNew(fake.Options{Object: &corev1.Pod{}, Objects: []runtime.Object{
-			pod("a", corev1.PodPending), pod("b", corev1.PodRunning), pod("c", corev1.PodRunning),
-		}})
-		informer := cache.NewSharedIndexInformer(server, &corev1.Pod{}, 0, cache.Indexers{})
-		counter, reg, err := NewPhaseCounter(informer)
-		require.NoError(t, err)
-		startInformer(t, informer)
+		server, counter, reg := startPhaseCounter(t,
+			pod("a", corev1.PodPending), pod("b", corev1.PodRunning), pod("c", corev1.PodRunning))
 
 		// The registration's HasSynced means the handler has seen the initial list.
 		require.True(t, reg.HasSynced())
 		assert.Equal(t, 2, counter.Count(corev1.PodRunning))
 
 		setPhase(t, server, "a", corev1.PodRunning)
-		_, err = server.Delete("default", "b")
+		_, err := server.Delete("default", "b")
 		require.NoError(t, err)
 		synctest.Wait()
 		assert.Equal(t, 2, counter.Count(corev1.PodRunning))
@@ -99,17 +100,11 @@ func TestPhaseCounterFollowsChanges(t *testing.T) {
 // converge, the deletion arriving as a tombstone.
 func TestPhaseCounterSurvivesRelist(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server := fake.MustNew(fake.Options{Object: &corev1.Pod{}, Objects: []runtime.Object{
-			pod("a", corev1.PodPending), pod("b", corev1.PodPending),
-		}})
-		informer := cache.NewSharedIndexInformer(server, &corev1.Pod{}, 0, cache.Indexers{})
-		counter, _, err := NewPhaseCounter(informer)
-		require.NoError(t, err)
-		startInformer(t, informer)
+		server, counter, _ := startPhaseCounter(t, pod("a", corev1.PodPending), pod("b", corev1.PodPending))
 
 		release := server.HoldEvents() // the informer's watch sees nothing from here
 		setPhase(t, server, "a", corev1.PodSucceeded)
-		_, err = server.Delete("default", "b")
+		_, err := server.Delete("default", "b")
 		require.NoError(t, err)
 		server.Compact()      // the informer's resourceVersion is now too old: 410 Gone
 		server.CloseWatches() // and its watch drops before delivering the held events
@@ -131,13 +126,8 @@ func TestPhaseCounterSurvivesRelist(t *testing.T) {
 func TestPhaseCounterConvergesThroughStackedFaults(t *testing.T) {
 	realStart := time.Now()
 	synctest.Test(t, func(t *testing.T) {
-		server := fake.MustNew(fake.Options{Object: &corev1.Pod{}, Objects: []runtime.Object{
-			pod("a", corev1.PodPending), pod("b", corev1.PodPending), pod("c", corev1.PodPending),
-		}})
-		informer := cache.NewSharedIndexInformer(server, &corev1.Pod{}, 0, cache.Indexers{})
-		counter, _, err := NewPhaseCounter(informer)
-		require.NoError(t, err)
-		startInformer(t, informer)
+		server, counter, _ := startPhaseCounter(t,
+			pod("a", corev1.PodPending), pod("b", corev1.PodPending), pod("c", corev1.PodPending))
 		fakeStart := time.Now()
 
 		// Dropped watch, and the next two attempts to watch again are throttled.
@@ -148,7 +138,7 @@ func TestPhaseCounterConvergesThroughStackedFaults(t *testing.T) {
 		// The informer misses a delete behind a compaction: 410, relist.
 		settle(time.Minute)
 		release := server.HoldEvents()
-		_, err = server.Delete("default", "b")
+		_, err := server.Delete("default", "b")
 		require.NoError(t, err)
 		server.Compact()
 		server.CloseWatches()

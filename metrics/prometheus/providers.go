@@ -53,48 +53,51 @@ func (m *Metrics) NewStoreResourceVersionMetric(id cache.InformerNameAndResource
 
 // NewListsMetric is reflector_lists_total.
 func (m *Metrics) NewListsMetric(name string) cache.CounterMetric {
-	return m.counter(prometheus.CounterOpts{Subsystem: "reflector", Name: "lists_total",
-		Help: "Total number of API lists done by the reflectors."}, reflectorLabel, name)
+	return m.reflectorCounter("lists_total", "Total number of API lists done by the reflectors.", name)
 }
 
 // NewListDurationMetric is reflector_list_duration_seconds.
 func (m *Metrics) NewListDurationMetric(name string) cache.SummaryMetric {
-	return m.summary(prometheus.SummaryOpts{Subsystem: "reflector", Name: "list_duration_seconds",
-		Help: "How long an API list takes to return and decode for the reflectors."}, reflectorLabel, name)
+	return m.reflectorSummary("list_duration_seconds", "How long an API list takes to return and decode for the reflectors.", name)
 }
 
 // NewItemsInListMetric is reflector_items_per_list.
 func (m *Metrics) NewItemsInListMetric(name string) cache.SummaryMetric {
-	return m.summary(prometheus.SummaryOpts{Subsystem: "reflector", Name: "items_per_list",
-		Help: "How many items an API list returns to the reflectors."}, reflectorLabel, name)
+	return m.reflectorSummary("items_per_list", "How many items an API list returns to the reflectors.", name)
 }
 
 // NewWatchesMetric is reflector_watches_total.
 func (m *Metrics) NewWatchesMetric(name string) cache.CounterMetric {
-	return m.counter(prometheus.CounterOpts{Subsystem: "reflector", Name: "watches_total",
-		Help: "Total number of API watches done by the reflectors."}, reflectorLabel, name)
+	return m.reflectorCounter("watches_total", "Total number of API watches done by the reflectors.", name)
 }
 
 // NewShortWatchesMetric is reflector_short_watches_total.
 func (m *Metrics) NewShortWatchesMetric(name string) cache.CounterMetric {
-	return m.counter(prometheus.CounterOpts{Subsystem: "reflector", Name: "short_watches_total",
-		Help: "Total number of short API watches done by the reflectors."}, reflectorLabel, name)
+	return m.reflectorCounter("short_watches_total", "Total number of short API watches done by the reflectors.", name)
 }
 
 // NewWatchDurationMetric is reflector_watch_duration_seconds.
 func (m *Metrics) NewWatchDurationMetric(name string) cache.SummaryMetric {
-	return m.summary(prometheus.SummaryOpts{Subsystem: "reflector", Name: "watch_duration_seconds",
-		Help: "How long an API watch takes to return and decode for the reflectors."}, reflectorLabel, name)
+	return m.reflectorSummary("watch_duration_seconds", "How long an API watch takes to return and decode for the reflectors.", name)
 }
 
 // NewItemsInWatchMetric is reflector_items_per_watch.
 func (m *Metrics) NewItemsInWatchMetric(name string) cache.SummaryMetric {
-	return m.summary(prometheus.SummaryOpts{Subsystem: "reflector", Name: "items_per_watch",
-		Help: "How many items an API watch returns to the reflectors."}, reflectorLabel, name)
+	return m.reflectorSummary("items_per_watch", "How many items an API watch returns to the reflectors.", name)
 }
 
 // NewLastResourceVersionMetric is reflector_last_resource_version.
 func (m *Metrics) NewLastResourceVersionMetric(name string) cache.GaugeMetric {
 	return m.gauge(prometheus.GaugeOpts{Subsystem: "reflector", Name: "last_resource_version",
 		Help: "Last resource version seen for the reflectors."}, reflectorLabel, name)
+}
+
+// reflectorCounter and reflectorSummary are the reflector metric families, labelled by the
+// reflector's name as client-go's reflector metrics were.
+func (m *Metrics) reflectorCounter(metric, help, name string) cache.CounterMetric {
+	return m.counter(prometheus.CounterOpts{Subsystem: "reflector", Name: metric, Help: help}, reflectorLabel, name)
+}
+
+func (m *Metrics) reflectorSummary(metric, help, name string) cache.SummaryMetric {
+	return m.summary(prometheus.SummaryOpts{Subsystem: "reflector", Name: metric, Help: help}, reflectorLabel, name)
 }
