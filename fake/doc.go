@@ -70,6 +70,11 @@
 // blocked. A test with stacked faults then takes milliseconds and sends the same requests on
 // every run. Both client-go's informers and openinformer's work this way:
 //
+//	func TestMain(m *testing.M) {
+//		fake.PrepareForSynctest()
+//		os.Exit(m.Run())
+//	}
+//
 //	synctest.Test(t, func(t *testing.T) {
 //		srv := fake.MustNew(fake.Options{Object: &corev1.Pod{}})
 //		informer := cache.NewSharedIndexInformer(srv, &corev1.Pod{}, 0, cache.Indexers{})
@@ -86,8 +91,12 @@
 //		// assert on the informer's store and the handlers' results here
 //	})
 //
-// Three rules keep a bubble working:
+// Four rules keep a bubble working:
 //
+//   - Call PrepareForSynctest from TestMain: k8s.io/apimachinery's HandleError, which
+//     reflectors call for most failed lists and watches, otherwise sleeps for decades of bubble
+//     time on its first report in a bubble (it measures from the real clock), and that
+//     reflector never retries.
 //   - Create the Server, the informer and their contexts inside the bubble (leave
 //     Options.Clock unset: the real clock is the bubble's). A goroutine blocked on a channel
 //     made outside the bubble keeps the bubble's clock from moving; a Server whose events are

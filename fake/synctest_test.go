@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientcache "k8s.io/client-go/tools/cache"
 
 	oicache "github.com/openinformer/cache"
@@ -96,4 +97,31 @@ func runStackedFaults(t *testing.T, newInformer fakeTestInformerConstructor, wat
 		out = append(out, fmt.Sprintf("%s rv=%q", verbs([]Request{r})[0], r.Options.ResourceVersion))
 	}
 	return out
+}
+
+// Unprepared, the first HandleError in a bubble sleeps for the years between the real clock at
+// program start and the bubble's (see PrepareForSynctest); prepared, it returns at once.
+func TestPrepareForSynctestMakesHandleErrorReturnAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		restore := PrepareForSynctest()
+		defer restore()
+		start := time.Now()
+		utilruntime.HandleError(InternalError("etcd leader changed"))
+		assert.Zero(t, time.Since(start))
+	})
+}
+
+// A LIST-mode informer whose lists fail with errors reported through HandleError still syncs in
+// a bubble.
+func TestInformerSyncsThroughReportedListErrorsInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Options{Object: &corev1.Pod{}, WatchListUnsupported: true,
+			Objects: []runtime.Object{fakeTestPod("ns", "a")}})
+		require.NoError(t, err)
+		s.FailNextLists(2, InternalError("etcd leader changed"))
+		inf, stop := runFakeTestInformerWith(t, oicache.NewSharedIndexInformer, s, newInformerTestRecorder().handler())
+		defer stop()
+		assert.True(t, storeMatchesServer(inf.GetStore(), s))
+		assert.Equal(t, []string{"list", "list", "list", "watch"}, verbs(s.Requests()))
+	})
 }

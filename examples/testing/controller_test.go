@@ -26,9 +26,12 @@ import (
 // synctest.Wait replaces polling: once it returns, the informer has done all
 // it can do until time moves.
 //
-// TestMain checks that nothing outlives the tests; synctest.Test itself fails
-// a test whose bubble still has goroutines blocked when it ends.
+// TestMain makes apimachinery's error reporting bubble-safe (see
+// fake.PrepareForSynctest) and checks that nothing outlives the tests;
+// synctest.Test itself fails a test whose bubble still has goroutines blocked
+// when it ends.
 func TestMain(m *testing.M) {
+	fake.PrepareForSynctest()
 	goleak.VerifyTestMain(m)
 }
 
