@@ -56,8 +56,57 @@
 //   - Restart(jump): new resourceVersion epoch; open watches closed, all older RVs get 410.
 //   - HoldEvents: delivery stalls (events keep queueing) until the returned release is called.
 //
+// FailNextLists and FailNextWatches with a nil error inject DefaultFault (a 500), so asking for
+// a failure always produces one.
+//
 // Requests returns every LIST and WATCH received with its options, for assertions such as
 // "the informer relisted from resourceVersion X".
+//
+// # Fast, deterministic fault tests with testing/synctest
+//
+// A reflector backs off on the real clock after a fault (0.8s, doubling): two 429s cost seconds.
+// Run the test in a testing/synctest bubble instead and the backoff, the server's bookmarks and
+// every timeout pass on the bubble's clock, which jumps ahead whenever all its goroutines are
+// blocked. A test with stacked faults then takes milliseconds and sends the same requests on
+// every run. Both client-go's informers and openinformer's work this way:
+//
+//	func TestMain(m *testing.M) {
+//		fake.PrepareForSynctest()
+//		os.Exit(m.Run())
+//	}
+//
+//	synctest.Test(t, func(t *testing.T) {
+//		srv := fake.MustNew(fake.Options{Object: &corev1.Pod{}})
+//		informer := cache.NewSharedIndexInformer(srv, &corev1.Pod{}, 0, cache.Indexers{})
+//		ctx, cancel := context.WithCancel(t.Context())
+//		defer cancel()
+//		go informer.RunWithContext(ctx)
+//		cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+//		time.Sleep(time.Minute) // let the watch run a while (see below)
+//
+//		srv.FailNextWatches(2, fake.TooManyRequests(1))
+//		srv.CloseWatches()
+//		time.Sleep(time.Minute) // longer than the backoffs: costs no real time
+//		synctest.Wait()         // every goroutine idle: the informer has caught up
+//		// assert on the informer's store and the handlers' results here
+//	})
+//
+// Four rules keep a bubble working:
+//
+//   - Call PrepareForSynctest from TestMain: k8s.io/apimachinery's HandleError, which
+//     reflectors call for most failed lists and watches, otherwise sleeps for decades of bubble
+//     time on its first report in a bubble (it measures from the real clock), and that
+//     reflector never retries.
+//   - Create the Server, the informer and their contexts inside the bubble (leave
+//     Options.Clock unset: the real clock is the bubble's). A goroutine blocked on a channel
+//     made outside the bubble keeps the bubble's clock from moving; a Server whose events are
+//     held by HoldEvents must not be shared between bubbles.
+//   - Use synctest.Wait, or time.Sleep in the bubble, instead of polling with Eventually.
+//   - Let fake time pass before dropping a fresh watch: client-go's reflector (and
+//     openinformer's) treats a watch that ends within a second having delivered nothing as
+//     broken and relists, and in a bubble no time passes unless every goroutine waits.
+//
+// The runnable version is examples/testing in this repository.
 //
 // # Differences from a real server
 //

@@ -14,23 +14,39 @@ import (
 )
 
 // FailNextLists makes the next n LIST requests fail with err (see the error constructors below).
-// Calls add up: FailNextLists(2, a) then FailNextLists(1, b) fails with a, a, b.
+// Calls add up: FailNextLists(2, a) then FailNextLists(1, b) fails with a, a, b. A nil err
+// means DefaultFault(), so a test asking for a failure always gets one.
 func (s *Server) FailNextLists(n int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for range n {
-		s.listFaults = append(s.listFaults, err)
-	}
+	s.listFaults = appendFaults(s.listFaults, n, err)
 }
 
 // FailNextWatches makes the next n WATCH requests fail to start with err, the way a watch
-// request fails before the server sends a response (429, 500, connection refused, ...).
+// request fails before the server sends a response (429, 500, connection refused, ...). Calls
+// add up as for FailNextLists, and a nil err means DefaultFault().
 func (s *Server) FailNextWatches(n int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for range n {
-		s.watchFaults = append(s.watchFaults, err)
+	s.watchFaults = appendFaults(s.watchFaults, n, err)
+}
+
+// DefaultFault is the error FailNextLists and FailNextWatches inject when given a nil error: a
+// 500 InternalError, which every client treats as transient and retries after a backoff.
+func DefaultFault() error {
+	return InternalError("fake: injected fault")
+}
+
+// appendFaults queues n copies of err; a nil err would otherwise read as "no fault" when the
+// request takes it, and the failure the test asked for would silently not happen.
+func appendFaults(faults []error, n int, err error) []error {
+	if err == nil {
+		err = DefaultFault()
 	}
+	for range n {
+		faults = append(faults, err)
+	}
+	return faults
 }
 
 func takeFault(faults *[]error) error {

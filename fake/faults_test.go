@@ -57,6 +57,20 @@ func TestFailNextListsAndWatches(t *testing.T) {
 	assert.Equal(t, "1", reqs[5].Options.ResourceVersion)
 }
 
+// A nil error still fails the request, with DefaultFault, for lists and watches alike.
+func TestFailNextWithNilErrorInjectsTheDefaultFault(t *testing.T) {
+	s, _ := newFakeTestServer(t, Options{})
+	s.FailNextLists(1, nil)
+	s.FailNextWatches(1, nil)
+	_, err := s.List(metav1.ListOptions{})
+	assert.Equal(t, DefaultFault(), err)
+	_, err = s.Watch(metav1.ListOptions{})
+	assert.Equal(t, DefaultFault(), err)
+	assert.True(t, apierrors.IsInternalError(err))
+	_, err = s.List(metav1.ListOptions{})
+	assert.NoError(t, err)
+}
+
 func TestRequestsAreCopies(t *testing.T) {
 	s, _ := newFakeTestServer(t, Options{})
 	timeout := int64(5)

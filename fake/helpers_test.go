@@ -14,6 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	PrepareForSynctest()
 	goleak.VerifyTestMain(m)
 }
 

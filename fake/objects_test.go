@@ -78,6 +78,13 @@ func TestNewRejectsUnknownKinds(t *testing.T) {
 	assert.ErrorContains(t, err, "already exists")
 }
 
+// The zero Options name no type; the message says which field to set, not how unstructured
+// objects are configured.
+func TestMustNewNamesTheMissingObject(t *testing.T) {
+	assert.PanicsWithError(t, errNoKind.Error(), func() { MustNew(Options{}) })
+	assert.Contains(t, errNoKind.Error(), "Options.Object is nil")
+}
+
 // unknownTestObject is a runtime.Object no scheme knows.
 type unknownTestObject struct{ metav1.ObjectMeta }
 

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -200,6 +201,9 @@ func resolveKind(opts Options) (kindInfo, error) {
 
 func unstructuredKind(opts Options) (kindInfo, error) {
 	gvk := opts.GroupVersionKind
+	if opts.Object == nil && gvk.Empty() {
+		return kindInfo{}, errNoKind
+	}
 	if gvk.Kind == "" || gvk.Version == "" {
 		return kindInfo{}, fmt.Errorf("fake: unstructured objects need Options.GroupVersionKind with a version and kind, got %q", gvk.String())
 	}
@@ -220,6 +224,10 @@ func unstructuredKind(opts Options) (kindInfo, error) {
 		},
 	}, nil
 }
+
+// errNoKind is New's answer to Options that name no type at all, the usual first mistake.
+var errNoKind = errors.New("fake: Options.Object is nil: set it to a prototype of the served type " +
+	"(for example &corev1.Pod{}), or leave it nil and set Options.GroupVersionKind to serve unstructured objects")
 
 func resourceFor(gvk schema.GroupVersionKind, resource string) schema.GroupResource {
 	if resource == "" {

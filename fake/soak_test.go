@@ -6,9 +6,9 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,10 +33,10 @@ func soakTestEnvInt(t *testing.T, name string, def int64) int64 {
 // TestSoakInformersWithRandomFaults drives many random writes and faults through
 // openinformer's informer and client-go's, each in watch-list and in LIST mode, and checks that
 // every cache converges on the server's contents and that every handler saw, per key, an
-// in-order history ending in the latest state. Each fault typically costs the reflector one
-// backoff on the real clock (0.8s, doubling up to 30-60s while faults keep coming within two
-// minutes), so the default run is small; scale it with FAKE_SOAK_EVENTS and FAKE_SOAK_FAULTS
-// (minutes for a dozen faults) and pick other fault sequences with FAKE_SOAK_SEED.
+// in-order history ending in the latest state. Each run is a testing/synctest bubble, so the
+// reflector's backoff after a fault (0.8s, doubling up to 30-60s while faults keep coming
+// within two minutes) passes on the bubble's clock and costs no real time; scale the run with
+// FAKE_SOAK_EVENTS and FAKE_SOAK_FAULTS and pick other fault sequences with FAKE_SOAK_SEED.
 func TestSoakInformersWithRandomFaults(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	events, faults := int64(2000), int64(3)
@@ -45,10 +45,9 @@ func TestSoakInformersWithRandomFaults(t *testing.T) {
 	}
 	events = soakTestEnvInt(t, "FAKE_SOAK_EVENTS", events)
 	faults = soakTestEnvInt(t, "FAKE_SOAK_FAULTS", faults)
-	// Fixed default seeds keep `make test` deterministic in what it injects
-	// and quick: between them they drop, cut short, hold and time out watches,
-	// compact history and restart the server. FAKE_SOAK_SEED explores others
-	// (some sequences cost real-clock backoffs of many seconds).
+	// Fixed default seeds keep `make test` deterministic in what it injects:
+	// between them they drop, cut short, hold and time out watches, compact
+	// history and restart the server. FAKE_SOAK_SEED explores others.
 	seeds := []int64{2, 3}
 	if os.Getenv("FAKE_SOAK_SEED") != "" {
 		seeds = []int64{soakTestEnvInt(t, "FAKE_SOAK_SEED", 0)}
@@ -64,7 +63,9 @@ func TestSoakInformersWithRandomFaults(t *testing.T) {
 					t.Run(fmt.Sprintf("seed=%d/%s/watchListUnsupported=%v", seed, name, unsupported), func(t *testing.T) {
 						t.Parallel()
 						t.Logf("FAKE_SOAK_SEED=%d FAKE_SOAK_EVENTS=%d FAKE_SOAK_FAULTS=%d", seed, events, faults)
-						runSoakTest(t, newInformer, unsupported, int(events), int(faults), rand.New(rand.NewPCG(uint64(seed), 1)))
+						synctest.Test(t, func(t *testing.T) {
+							runSoakTest(t, newInformer, unsupported, int(events), int(faults), rand.New(rand.NewPCG(uint64(seed), 1)))
+						})
 					})
 				}
 			}
@@ -159,14 +160,17 @@ func soakTestFault(t *testing.T, s *Server, clk *testingclock.FakeClock, rng *ra
 	return func() {}
 }
 
-// soakTestAwait waits for the cache to converge and, if it does not, shows how the client got
-// there.
+// soakTestAwait lets the bubble's clock run until the cache converges and, if it does not within
+// the longest backoff and then some, shows how the client got there.
 func soakTestAwait(t *testing.T, s *Server, converged func() bool) {
 	t.Helper()
-	// The reflector's backoff (real clock) grows to 30-60s when faults come faster than every two
-	// minutes, so a long run with many faults needs this much patience.
-	if assert.Eventually(t, converged, 3*time.Minute, 5*time.Millisecond) {
-		return
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		synctest.Wait()
+		if converged() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	for _, r := range s.Requests() {
 		t.Logf("%s rv=%q sendInitialEvents=%v", r.Verb, r.Options.ResourceVersion, r.Options.SendInitialEvents != nil)

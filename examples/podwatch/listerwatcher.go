@@ -12,10 +12,12 @@ import (
 )
 
 // countingListerWatcher counts the requests an informer makes, to report
-// relists. It keeps the wrapped source's watch-list opt-out visible.
+// relists, and remembers the last failed one's error, to say why a sync
+// hangs. It keeps the wrapped source's watch-list opt-out visible.
 type countingListerWatcher struct {
 	inner                       cache.ListerWatcher
 	listCount, watchCount, sent atomic.Int64
+	failure                     atomic.Pointer[error]
 }
 
 func (c *countingListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
@@ -30,7 +32,9 @@ func (c *countingListerWatcher) ListWithContext(ctx context.Context, opts metav1
 	if opts.Continue == "" {
 		c.listCount.Add(1)
 	}
-	return cache.ToListerWatcherWithContext(c.inner).ListWithContext(ctx, opts)
+	list, err := cache.ToListerWatcherWithContext(c.inner).ListWithContext(ctx, opts)
+	c.note(err)
+	return list, err
 }
 
 func (c *countingListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -38,7 +42,25 @@ func (c *countingListerWatcher) WatchWithContext(ctx context.Context, opts metav
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		c.sent.Add(1)
 	}
-	return cache.ToListerWatcherWithContext(c.inner).WatchWithContext(ctx, opts)
+	w, err := cache.ToListerWatcherWithContext(c.inner).WatchWithContext(ctx, opts)
+	c.note(err)
+	return w, err
+}
+
+// note remembers a request's error. Reflectors retry some failures, such as
+// a refused connection, without reporting them anywhere a user would see.
+func (c *countingListerWatcher) note(err error) {
+	if err != nil {
+		c.failure.Store(&err)
+	}
+}
+
+// lastError is the error of the last request that failed, or nil.
+func (c *countingListerWatcher) lastError() error {
+	if p := c.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // IsWatchListSemanticsUnSupported forwards the wrapped source's answer.

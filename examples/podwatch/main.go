@@ -46,11 +46,14 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig instead of the embedded fake API server")
 	flag.StringVar(&cfg.namespace, "namespace", "", "namespace to watch (default: all)")
-	flag.DurationVar(&cfg.duration, "duration", 15*time.Second, "how long to run; on the fake server, how long to churn before the final convergence check (0: until Ctrl-C)")
+	flag.DurationVar(&cfg.duration, "duration", 8*time.Second, "how long to run; on the fake server, how long to churn before the final convergence check (0: until Ctrl-C)")
 	flag.IntVar(&cfg.objects, "objects", 500, "pods the fake server starts with and churns around")
 	flag.IntVar(&cfg.workers, "workers", 2, "workqueue workers")
 	flag.DurationVar(&cfg.progress, "progress", 2*time.Second, "interval between progress lines")
-	klog.InitFlags(nil)
+	// klog registers a dozen flags; only its verbosity is worth a line in --help.
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	flag.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog): 4 shows every list and watch")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,8 +67,8 @@ func main() {
 // run wires the source, the informer and the controller, runs them until the
 // duration ends or ctx is cancelled, and prints the summary.
 func run(ctx context.Context, cfg config, out io.Writer) error {
-	if cfg.objects < 1 || cfg.workers < 1 || cfg.progress <= 0 {
-		return errors.New("--objects and --workers must be at least 1 and --progress positive")
+	if cfg.objects < 1 || cfg.workers < 1 || cfg.progress <= 0 || cfg.duration < 0 {
+		return errors.New("--objects and --workers must be at least 1, --progress positive and --duration not negative (0: until Ctrl-C)")
 	}
 	out = &lockedWriter{w: out} // progress and churn report from different goroutines
 	src, err := newSource(cfg)
@@ -103,8 +106,8 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	defer func() { cancel(); <-done }()
 
 	fmt.Fprintf(out, "podwatch: watching pods on %s\n", src.description)
-	if !cache.WaitForNamedCacheSyncWithContext(runCtx, informer.HasSynced) {
-		return fmt.Errorf("cache did not sync before the run ended")
+	if !waitForSync(runCtx, cfg.progress, out, start, informer, lw) {
+		return fmt.Errorf("cache did not sync before the run ended (last error: %v)", lw.lastError())
 	}
 	fmt.Fprintf(out, "%6.1fs synced: %d pods in cache\n", time.Since(start).Seconds(), len(informer.GetIndexer().ListKeys()))
 

@@ -74,9 +74,9 @@ func (r *runner) churnPlan() churnPlan {
 
 func (r *runner) progress() {
 	c := r.audit.counts()
-	fmt.Fprintf(r.out, "%6.1fs adds=%d updates=%d deletes=%d reconciled=%d cache=%d queue=%d lists=%d watches=%d %s\n",
+	fmt.Fprintf(r.out, "%6.1fs adds=%d updates=%d deletes=%d reconciled=%d cache=%d queue=%d syncs=%d watches=%d %s\n",
 		time.Since(r.start).Seconds(), c.adds, c.updates, c.deletes, r.ctrl.reconciled(),
-		len(r.informer.GetIndexer().ListKeys()), r.ctrl.queue.Len(), r.lw.lists(), r.lw.watches(), r.lags.brief())
+		len(r.informer.GetIndexer().ListKeys()), r.ctrl.queue.Len(), r.lw.syncs(), r.lw.watches(), r.lags.brief())
 }
 
 func (r *runner) summary(converged string) {
@@ -94,7 +94,8 @@ func (r *runner) summary(converged string) {
 		len(r.informer.GetIndexer().ListIndexFuncValues(cache.NamespaceIndex)))
 	fmt.Fprintf(w, "  relists         %d (lists=%d, watch-list streams=%d; the first sync is not a relist)\n",
 		r.lw.syncs()-1, r.lw.lists(), r.lw.streams())
-	fmt.Fprintf(w, "  watches         %d started\n", r.lw.watches())
+	fmt.Fprintf(w, "  watches         %d started (%d full-state watch-list streams; the rest resume after a dropped or expired watch)\n",
+		r.lw.watches(), r.lw.streams())
 	for _, line := range r.lags.report() {
 		fmt.Fprintf(w, "  handler lag     %s\n", line)
 	}
