@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/big"
 	"sort"
@@ -326,4 +327,21 @@ func TestShardedListWatchForwardsWatchListSupport(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, unsupported, lw.IsWatchListSemanticsUnSupported())
 	}
+}
+
+func TestStaticShardsFromOrdinalAndFlags(t *testing.T) {
+	s, err := ShardFromOrdinal("controller-2", 3)
+	require.NoError(t, err)
+	assert.Equal(t, Shard{Index: 2, Count: 3}, s)
+	for _, bad := range []string{"controller", "controller-x", "controller-3", "controller-"} {
+		_, err := ShardFromOrdinal(bad, 3)
+		assert.Error(t, err, bad)
+	}
+
+	var fromFlags Shard
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fromFlags.BindFlags(fs)
+	assert.Equal(t, Shard{Count: 1}, fromFlags, "unsharded by default")
+	require.NoError(t, fs.Parse([]string{"--shard-index=1", "--shard-count=4", "--shard-field=" + ShardByNamespace}))
+	assert.Equal(t, Shard{Index: 1, Count: 4, Field: ShardByNamespace}, fromFlags)
 }
