@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/sharding"
 )
 
 // Messages the API server uses for expired lists (k8s.io/apiserver storage/etcd3/errors.go).
@@ -34,6 +35,7 @@ type query struct {
 	ns     string
 	labels labels.Selector
 	fields fields.Selector
+	shard  sharding.Selector
 }
 
 func (s *Server) list(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
@@ -73,7 +75,11 @@ func (s *Server) parseQuery(ns string, o metav1.ListOptions) (query, error) {
 			return query{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", r.Field))
 		}
 	}
-	return query{ns: ns, labels: in.LabelSelector, fields: in.FieldSelector}, nil
+	shard, err := s.shardSelectorFor(o)
+	if err != nil {
+		return query{}, err
+	}
+	return query{ns: ns, labels: in.LabelSelector, fields: in.FieldSelector, shard: shard}, nil
 }
 
 func (s *Server) fieldSupported(name string) bool {
@@ -89,7 +95,7 @@ func (q query) matches(s *Server, obj runtime.Object) bool {
 		return false
 	}
 	m := metaOf(obj)
-	if q.ns != "" && m.GetNamespace() != q.ns {
+	if (q.ns != "" && m.GetNamespace() != q.ns) || !shardMatches(q.shard, obj) {
 		return false
 	}
 	if !q.labels.Empty() && !q.labels.Matches(labels.Set(m.GetLabels())) {
@@ -108,7 +114,7 @@ func (q query) matches(s *Server, obj runtime.Object) bool {
 	return q.fields.Matches(set)
 }
 
-func (q query) unfiltered() bool { return q.labels.Empty() && q.fields.Empty() }
+func (q query) unfiltered() bool { return q.labels.Empty() && q.fields.Empty() && q.shard == nil }
 
 // listPointLocked picks the snapshot a LIST is served from, following the API server's
 // resourceVersion semantics for LIST (docs "Resource versions", and the watch cache's
@@ -188,6 +194,7 @@ func (s *Server) buildListLocked(q query, at uint64, start string, limit int64) 
 	_ = meta.SetList(list, items) // cannot fail: newList is a list of the served kind
 	lm, _ := meta.ListAccessor(list)
 	lm.SetResourceVersion(formatRV(at))
+	echoShardInfo(q.shard, list)
 	if i < len(keys) {
 		lm.SetContinue(encodeContinue(int64(at), last+"\x00"))
 		if q.unfiltered() {

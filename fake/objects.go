@@ -268,7 +268,7 @@ func (s *Server) prepareCreateLocked(m metav1.Object) error {
 			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
 	s.uidSeq++
-	m.SetUID(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012x", s.uidSeq)))
+	m.SetUID(uidFor(s.uidSeq))
 	// Timestamps travel with second precision, so a stored object compares equal to a decoded one.
 	m.SetCreationTimestamp(metav1.NewTime(s.clock.Now().Truncate(1e9)))
 	return nil

@@ -53,6 +53,9 @@ type Options struct {
 	// metadata.namespace (for example "spec.nodeName" for pods). Unknown fields are rejected with
 	// 400, as the API server does.
 	Fields map[string]func(obj runtime.Object) string
+	// ShardSelectors is how ListOptions.ShardSelector is treated: applied (the default, like the
+	// ShardedListAndWatch feature gate on), ignored (gate off) or rejected.
+	ShardSelectors ShardSelectorSupport
 	// Objects are loaded at start, as if the server had just listed them from storage: they get
 	// new resourceVersions (any they carry is replaced) and the history window starts after them.
 	Objects []runtime.Object
