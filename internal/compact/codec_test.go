@@ -71,7 +71,7 @@ func TestRoundTripFixtures(t *testing.T) {
 		for _, f := range []Format{Auto, Protobuf, CBOR, JSON} {
 			plain, err := NewCodec(objs[0], Options{Format: f})
 			require.NoError(t, err)
-			dict := Dictionary(samples(t, plain, objs[:5]))
+			dict := Dictionary(samples(t, plain, objs[:5]), 32<<10)
 			for _, comp := range []struct {
 				name string
 				dict []byte

@@ -45,19 +45,19 @@ func NewCompressor(level int, dict []byte) (*Compressor, error) {
 	return &Compressor{level: level, dict: bytes.Clone(dict)}, nil
 }
 
-// Dictionary builds a preset dictionary from sample encodings (from Codec
-// without a Compressor): as many whole samples as fit in DEFLATE's window,
-// the first sample last, since matches nearer the data cost fewer bits.
-func Dictionary(samples [][]byte) []byte {
+// Dictionary builds a preset dictionary of at most size bytes (capped at
+// DEFLATE's 32 KB window) from sample encodings made by a Codec without a
+// Compressor: the samples in reverse order, so that the first, which should
+// be the most typical, ends nearest the data, where matches cost the fewest
+// bits; what does not fit is cut from the front. Each compression primes its
+// writer with the whole dictionary, so its size is paid on every Encode.
+func Dictionary(samples [][]byte, size int) []byte {
+	size = min(size, maxDictionary)
 	var out []byte
-	for _, s := range samples {
-		s = s[1:] // the codec's header byte is not compressed
-		if len(out)+len(s) > maxDictionary {
-			break
-		}
-		out = append(append([]byte(nil), s...), out...)
+	for i := len(samples) - 1; i >= 0; i-- {
+		out = append(out, samples[i][1:]...) // the header byte is not compressed
 	}
-	return out
+	return out[max(0, len(out)-size):]
 }
 
 // compress returns header followed by data compressed, and false when that

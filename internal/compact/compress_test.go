@@ -16,7 +16,7 @@ func TestDictionaryMakesSmallObjectsSmaller(t *testing.T) {
 	require.NoError(t, err)
 	noDict, err := NewCompressor(flate.BestSpeed, nil)
 	require.NoError(t, err)
-	withDict, err := NewCompressor(2, Dictionary(samples(t, plain, objs[:3])))
+	withDict, err := NewCompressor(2, Dictionary(samples(t, plain, objs[:3]), 32<<10))
 	require.NoError(t, err)
 	a, err := NewCodec(objs[0], Options{Compressor: noDict})
 	require.NoError(t, err)
@@ -56,9 +56,10 @@ func TestIncompressibleBytesAreStoredPlain(t *testing.T) {
 
 func TestDictionaryKeepsDeflateWindow(t *testing.T) {
 	big := make([]byte, 40<<10)
-	assert.Empty(t, Dictionary([][]byte{big}), "a sample larger than the window is skipped")
-	d := Dictionary([][]byte{append([]byte{0}, "first"...), append([]byte{0}, "second"...)})
+	assert.Len(t, Dictionary([][]byte{big}, 64<<10), 32<<10, "never more than the window")
+	d := Dictionary([][]byte{append([]byte{0}, "first"...), append([]byte{0}, "second"...)}, 100)
 	assert.Equal(t, "secondfirst", string(d), "headers dropped, the first sample nearest the data")
+	assert.Equal(t, "ndfirst", string(Dictionary([][]byte{[]byte("-first"), []byte("-second")}, 7)), "cut from the front")
 	_, err := NewCompressor(42, nil)
 	assert.Error(t, err)
 	_, err = NewCompressor(flate.BestSpeed, d)
