@@ -39,22 +39,17 @@ func measureTimings(src *source) (result, error) {
 			return r, err
 		}
 	}
-	plain, err := storeOf(src, objs, compressNone, false)
-	if err != nil {
-		return r, err
+	var stores [4]*byteStore
+	for i, s := range []struct {
+		comp  compression
+		strip bool
+	}{{compressNone, false}, {compressPlain, false}, {compressDict, false}, {compressNone, true}} {
+		var err error
+		if stores[i], err = storeOf(src, objs, s.comp, s.strip); err != nil {
+			return r, err
+		}
 	}
-	deflated, err := storeOf(src, objs, compressPlain, false)
-	if err != nil {
-		return r, err
-	}
-	dict, err := storeOf(src, objs, compressDict, false)
-	if err != nil {
-		return r, err
-	}
-	stripped, err := storeOf(src, objs, compressNone, true)
-	if err != nil {
-		return r, err
-	}
+	plain, deflated, dict, stripped := stores[0], stores[1], stores[2], stores[3]
 	hot := compact.NewHotCache[runtime.Object](2 * namespacePods)
 	plain.readNamespace(ns, hot, nil)
 	deepCopy := func(o runtime.Object) { _ = o.DeepCopyObject() }
