@@ -1,0 +1,124 @@
+// Command memratio measures what a cache of realistic objects costs in heap,
+// in client-go's Indexer, in ours, and in the compact forms that issue 17
+// considers (encoded bytes per codec, compressed, with managedFields
+// stripped), and what reading compact objects back costs. Every heap figure
+// comes from its own child process, so that one layout's garbage and
+// fragmentation never counts against another's; ratios are against
+// client-go's Indexer holding the same objects decoded.
+//
+// Usage:
+//
+//	go run ./internal/cmd/memratio [-n 100000] [-kind pods|configmaps|custom] [-run REGEXP] [-timing=true]
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+)
+
+// result is what a child reports on its last line of output.
+type result struct {
+	Variant string  `json:"variant"`
+	Objects int     `json:"objects"`
+	Heap    float64 `json:"heap"`
+	// Extra holds figures beyond the heap (timings), in display order.
+	Extra []figure `json:"extra,omitempty"`
+}
+
+type figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+func main() {
+	child := flag.String("child", "", "internal: measure one variant in this process")
+	n := flag.Int("n", 100_000, "objects in each cache")
+	kind := flag.String("kind", "pods", "pods, configmaps or custom")
+	run := flag.String("run", ".", "only variants whose name matches this regexp")
+	timing := flag.Bool("timing", true, "also measure decode and ByIndex times (pods only)")
+	flag.IntVar(&dictionarySize, "dict", dictionarySize, "size of the compression dictionary in bytes (at most 32768)")
+	flag.Parse()
+	if *child != "" {
+		if err := measure(*child, *kind, *n); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := parent(*kind, *n, *run, *timing); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func parent(kind string, n int, run string, timing bool) error {
+	match, err := regexp.Compile(run)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("memratio: %d %s, heap after GC per cached object; ratio against client-go's Indexer;\n"+
+		"a dictionary (DEFLATE level %d) is up to %d bytes from the first %d objects\n\n", n, kind, dictLevel, dictionarySize, dictionarySamples)
+	fmt.Printf("| %-34s | %12s | %8s |\n|%s|%s|%s|\n", "variant", "bytes/object", "ratio", strings.Repeat("-", 36), strings.Repeat("-", 14), strings.Repeat("-", 10))
+	var base float64
+	for _, v := range variants {
+		if v.name != baseline && !match.MatchString(v.name) {
+			continue
+		}
+		r, err := spawn(v.name, kind, n)
+		if err != nil {
+			return err
+		}
+		per := r.Heap / float64(r.Objects)
+		if v.name == baseline {
+			base = per
+		}
+		fmt.Printf("| %-34s | %12.0f | %7.3fx |\n", v.name, per, per/base)
+	}
+	if timing && kind == "pods" {
+		return printTimings()
+	}
+	return nil
+}
+
+func printTimings() error {
+	r, err := spawn(timingVariant, "pods", 0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n| %-52s | %10s |\n|%s|%s|\n", "read cost (pods)", "value", strings.Repeat("-", 54), strings.Repeat("-", 12))
+	for _, f := range r.Extra {
+		fmt.Printf("| %-52s | %7.2f %-2s |\n", f.Name, f.Value, f.Unit)
+	}
+	return nil
+}
+
+// spawn runs one measurement in a fresh process of this program.
+func spawn(variant, kind string, n int) (result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return result{}, err
+	}
+	cmd := exec.Command(exe, "-child", variant, "-kind", kind, "-n", fmt.Sprint(n), "-dict", fmt.Sprint(dictionarySize))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w", variant, err)
+	}
+	var last string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		last = sc.Text()
+	}
+	var r result
+	if err := json.Unmarshal([]byte(last), &r); err != nil {
+		return result{}, fmt.Errorf("%s: reading %q: %w", variant, last, err)
+	}
+	return r, nil
+}

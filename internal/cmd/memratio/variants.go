@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	clientcache "k8s.io/client-go/tools/cache"
+
+	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/fixtures"
+)
+
+const (
+	baseline      = "(a) client-go Indexer, decoded"
+	timingVariant = "timing"
+	seed          = 17
+	// dictionarySamples is how many objects prime a compression dictionary,
+	// as a store would from the first objects of its initial list.
+	dictionarySamples = 8
+	// dictLevel is the DEFLATE level with a dictionary: the fastest that
+	// uses one (BestSpeed ignores it).
+	dictLevel = 2
+)
+
+// dictionarySize bounds the compression dictionary (the -dict flag).
+var dictionarySize = 16 << 10
+
+// variant is one way of holding n objects; build returns what must stay
+// alive while the heap is measured.
+type variant struct {
+	name  string
+	build func(src *source, n int) (any, error)
+}
+
+var variants = []variant{
+	{baseline, func(src *source, n int) (any, error) {
+		idx := clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, clientcache.Indexers{
+			clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
+		return idx, fill(n, src, idx.Add)
+	}},
+	{"(b) ours NewIndexer, decoded", func(src *source, n int) (any, error) {
+		return oursIndexer(src, n)
+	}},
+	{"(c) ours, decoded, managedFields stripped", func(src *source, n int) (any, error) {
+		return oursIndexer(src, n, cache.WithTransformer(cache.TransformStripManagedFields()))
+	}},
+	{"(d) encoded protobuf", encoded(compact.Protobuf, false, compressNone)},
+	{"(d) encoded cbor", encoded(compact.CBOR, false, compressNone)},
+	{"(d) encoded json", encoded(compact.JSON, false, compressNone)},
+	{"(e) encoded auto + deflate (BestSpeed)", encoded(compact.Auto, false, compressPlain)},
+	{"(e) encoded auto + deflate + dictionary", encoded(compact.Auto, false, compressDict)},
+	{"(f) stripped + encoded auto", encoded(compact.Auto, true, compressNone)},
+	{"(f) stripped + auto + deflate + dictionary", encoded(compact.Auto, true, compressDict)},
+}
+
+func oursIndexer(src *source, n int, opts ...cache.StoreOption) (any, error) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, opts...)
+	return idx, fill(n, src, idx.Add)
+}
+
+func fill(n int, src *source, add func(any) error) error {
+	for i := range n {
+		if err := add(src.wire(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure runs one variant in this process and prints its result.
+func measure(name, kind string, n int) error {
+	src, err := newSource(kind)
+	if err != nil {
+		return err
+	}
+	if name == timingVariant {
+		return printResult(measureTimings(src))
+	}
+	for _, v := range variants {
+		if v.name != name {
+			continue
+		}
+		before := liveHeap()
+		keep, err := v.build(src, n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		after := liveHeap()
+		runtime.KeepAlive(keep)
+		return printResult(result{Variant: name, Objects: n, Heap: float64(after) - float64(before)}, nil)
+	}
+	return fmt.Errorf("no variant %q", name)
+}
+
+func printResult(r result, err error) error {
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// source hands out fixtures as an informer holds them: freshly decoded
+// from the JSON the API server sends, every string its own allocation,
+// times in the local zone and typed objects without TypeMeta.
+type source struct {
+	kind   string
+	pods   *fixtures.PodSource
+	gvk    schema.GroupVersionKind
+	decode kruntime.Decoder
+}
+
+func newSource(kind string) (*source, error) {
+	s := &source{kind: kind, decode: scheme.Codecs.UniversalDeserializer()}
+	switch kind {
+	case "pods":
+		s.pods = fixtures.NewPodSource(seed)
+		s.gvk = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	case "configmaps":
+		s.gvk = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	case "custom":
+	default:
+		return nil, fmt.Errorf("unknown kind %q: want pods, configmaps or custom", kind)
+	}
+	return s, nil
+}
+
+func (s *source) fixture(i int) kruntime.Object {
+	switch s.kind {
+	case "pods":
+		return s.pods.Pod(i)
+	case "configmaps":
+		return fixtures.ConfigMap(seed, i)
+	default:
+		return fixtures.CustomResource(seed, i)
+	}
+}
+
+func (s *source) wire(i int) kruntime.Object {
+	data, err := json.Marshal(s.fixture(i))
+	if err != nil {
+		panic(err)
+	}
+	if s.kind == "custom" {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			panic(err)
+		}
+		return u
+	}
+	obj, _, err := s.decode.Decode(data, &s.gvk, nil)
+	if err != nil {
+		panic(err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return obj
+}
+
+func (s *source) prototype() kruntime.Object {
+	if s.kind == "custom" {
+		return &unstructured.Unstructured{}
+	}
+	obj, _ := scheme.Scheme.New(s.gvk)
+	return obj
+}

@@ -1,0 +1,211 @@
+// Package compact holds the building blocks of compact storage, a cache mode
+// that keeps each object as its encoded bytes instead of as a decoded tree of
+// structs, maps and strings: a Codec choosing apimachinery's serializer for a
+// type, optional compression of the stored bytes with a shared dictionary,
+// and a bounded HotCache of recently decoded objects. None of it depends on
+// how a store lays out its entries.
+package compact
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// Format is the encoding of stored bytes.
+type Format uint8
+
+// The formats, in the order Auto prefers them.
+const (
+	// Auto picks Protobuf for types that support it, CBOR for other types
+	// the scheme knows and for unstructured objects, JSON for the rest.
+	Auto Format = iota
+	Protobuf
+	CBOR
+	JSON
+)
+
+// String names the format.
+func (f Format) String() string {
+	switch f {
+	case Protobuf:
+		return "protobuf"
+	case CBOR:
+		return "cbor"
+	case JSON:
+		return "json"
+	default:
+		return "auto"
+	}
+}
+
+// The first byte of every encoding says how to read the rest: the format in
+// the low bits and two flags.
+const (
+	formatMask byte = 0x03
+	// flagTypeMeta marks a typed object whose TypeMeta was set to the codec's
+	// kind: protobuf does not carry TypeMeta, so it is restored from this.
+	flagTypeMeta byte = 0x04
+	// flagCompressed marks bytes compressed with the codec's Compressor.
+	flagCompressed byte = 0x08
+)
+
+// Options configure a Codec.
+type Options struct {
+	// Scheme resolves the kinds of typed objects; client-go's scheme when nil.
+	Scheme *runtime.Scheme
+	// Format forces an encoding; Auto (the zero value) chooses per type.
+	// Types without protobuf support fall back from Protobuf to CBOR, and
+	// types the scheme does not know fall back to JSON.
+	Format Format
+	// Compressor, when set, compresses each encoding that it makes smaller.
+	Compressor *Compressor
+}
+
+// Codec turns objects of one Go type into compact bytes and back. Decode
+// always returns a fresh object that shares no memory with the bytes or with
+// earlier results. A Codec is safe for concurrent use.
+type Codec struct {
+	format       Format
+	typ          reflect.Type
+	gvk          schema.GroupVersionKind
+	unstructured bool
+	serializers  [4]runtime.Serializer
+	compressor   *Compressor
+}
+
+// ErrWrongType is returned when a Codec is given an object of another type
+// than the one it was made for.
+var ErrWrongType = errors.New("compact: object of a different type than the codec's")
+
+// ErrKind is returned for an object whose apiVersion and kind could not be
+// read back: an unstructured object without them, or a typed object whose
+// TypeMeta is neither empty nor the kind the scheme gives its type. Objects
+// from the API server never have either.
+var ErrKind = errors.New("compact: apiVersion and kind would not survive encoding")
+
+// NewCodec returns a Codec for objects of prototype's Go type.
+func NewCodec(prototype runtime.Object, opts Options) (*Codec, error) {
+	s := opts.Scheme
+	if s == nil {
+		s = scheme.Scheme
+	}
+	c := &Codec{typ: reflect.TypeOf(prototype), compressor: opts.Compressor}
+	_, c.unstructured = prototype.(*unstructured.Unstructured)
+	registered := false
+	if !c.unstructured {
+		if kinds, _, err := s.ObjectKinds(prototype); err == nil {
+			c.gvk, registered = kinds[0], true
+		}
+	}
+	c.serializers = [4]runtime.Serializer{
+		Protobuf: protobuf.NewRawSerializer(s, s),
+		CBOR:     cbor.NewSerializer(s, s),
+		JSON:     json.NewSerializerWithOptions(json.DefaultMetaFactory, s, s, json.SerializerOptions{}),
+	}
+	c.format = choose(opts.Format, prototype, registered || c.unstructured)
+	return c, nil
+}
+
+// choose settles the format: protobuf needs the generated marshaler and CBOR
+// a kind the scheme resolves (or an unstructured object).
+func choose(want Format, prototype runtime.Object, known bool) Format {
+	_, proto := prototype.(interface{ Marshal() ([]byte, error) })
+	switch {
+	case (want == Auto || want == Protobuf) && proto && known:
+		return Protobuf
+	case (want == Auto || want == Protobuf || want == CBOR) && known:
+		return CBOR
+	default:
+		return JSON
+	}
+}
+
+// Format is the encoding the codec writes.
+func (c *Codec) Format() Format { return c.format }
+
+// Encode returns obj's compact bytes, sized exactly.
+func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
+	if reflect.TypeOf(obj) != c.typ {
+		return nil, fmt.Errorf("%w: %T, not %v", ErrWrongType, obj, c.typ)
+	}
+	if err := c.checkKind(obj); err != nil {
+		return nil, err
+	}
+	header := c.headerFor(obj)
+	var buf bytes.Buffer
+	buf.WriteByte(header)
+	if err := c.serializers[c.format].Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("compact: encoding %T as %v: %w", obj, c.format, err)
+	}
+	if c.compressor != nil {
+		if packed, ok := c.compressor.compress(header|flagCompressed, buf.Bytes()[1:]); ok {
+			return packed, nil
+		}
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// checkKind refuses objects whose decoding would fail or come back as
+// another kind.
+func (c *Codec) checkKind(obj runtime.Object) error {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	switch {
+	case c.unstructured && (gvk.Kind == "" || gvk.Version == ""):
+	case !c.unstructured && !c.gvk.Empty() && !gvk.Empty() && gvk != c.gvk:
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %T with apiVersion %q and kind %q", ErrKind, obj, gvk.GroupVersion(), gvk.Kind)
+}
+
+// headerFor picks the header byte: the format, and whether protobuf, which
+// drops TypeMeta, must restore it.
+func (c *Codec) headerFor(obj runtime.Object) byte {
+	if c.format == Protobuf && !obj.GetObjectKind().GroupVersionKind().Empty() {
+		return byte(Protobuf) | flagTypeMeta
+	}
+	return byte(c.format)
+}
+
+// Decode returns a fresh object equal to the one data was encoded from.
+func (c *Codec) Decode(data []byte) (runtime.Object, error) {
+	if len(data) == 0 {
+		return nil, errors.New("compact: decoding empty data")
+	}
+	header, body := data[0], data[1:]
+	if header&flagCompressed != 0 {
+		if c.compressor == nil {
+			return nil, errors.New("compact: compressed data and no compressor")
+		}
+		var err error
+		if body, err = c.compressor.decompress(body); err != nil {
+			return nil, err
+		}
+	}
+	format := Format(header & formatMask)
+	into := reflect.New(c.typ.Elem()).Interface().(runtime.Object)
+	obj, _, err := c.serializers[format].Decode(body, &c.gvk, into)
+	if err != nil {
+		return nil, fmt.Errorf("compact: decoding %v as %v: %w", c.typ, format, err)
+	}
+	if format == Protobuf {
+		// The raw serializer sets the kind it decoded as; what was stored
+		// is in the header.
+		gvk := schema.GroupVersionKind{}
+		if header&flagTypeMeta != 0 {
+			gvk = c.gvk
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return obj, nil
+}

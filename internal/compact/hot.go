@@ -1,0 +1,162 @@
+package compact
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// HotCache keeps up to a fixed number of recently decoded objects, so that
+// repeated reads of the same hot objects skip decoding. Entries are keyed by
+// the store's key and valid only for the very bytes they were decoded from:
+// a Get with other bytes (the object was updated since) misses, so an entry
+// can never be stale. Each entry holds its bytes, which keeps their address
+// from being reused while the entry exists.
+//
+// Readers share the lock of one of several shards and do not write to shared
+// memory beyond an atomic "recently used" bit, so concurrent reads of hot
+// objects do not serialize. Eviction is CLOCK (second chance): an entry read
+// since the hand last passed survives one more round. Every object returned
+// is shared by all readers and must not be mutated, as with any cache read.
+type HotCache[V any] struct {
+	seed   maphash.Seed
+	shards []hotShard[V]
+}
+
+type hotShard[V any] struct {
+	mu    sync.RWMutex
+	index map[string]int
+	// slots grow to limit, then entries are replaced in place.
+	slots []hotSlot[V]
+	limit int
+	// hand is the next slot the clock looks at when the shard is full.
+	hand int
+}
+
+type hotSlot[V any] struct {
+	key   string
+	data  []byte
+	value V
+	live  bool
+	used  atomic.Bool
+}
+
+// shardedFrom is the capacity from which a HotCache spreads its entries over
+// hotShards shards: below it one lock is cheaper than the hashing.
+const (
+	shardedFrom = 1024
+	hotShards   = 16
+)
+
+// NewHotCache returns a HotCache for at most capacity entries (rounded up to
+// a multiple of 16 from 1024 on). A capacity below 1 is 1.
+func NewHotCache[V any](capacity int) *HotCache[V] {
+	capacity = max(capacity, 1)
+	n := 1
+	if capacity >= shardedFrom {
+		n = hotShards
+	}
+	per := (capacity + n - 1) / n
+	h := &HotCache[V]{seed: maphash.MakeSeed(), shards: make([]hotShard[V], n)}
+	for i := range h.shards {
+		h.shards[i].index = map[string]int{}
+		h.shards[i].limit = per
+	}
+	return h
+}
+
+func (h *HotCache[V]) shard(key string) *hotShard[V] {
+	if len(h.shards) == 1 {
+		return &h.shards[0]
+	}
+	return &h.shards[maphash.String(h.seed, key)%uint64(len(h.shards))]
+}
+
+// sameBytes reports whether a and b are the same stored bytes, not merely
+// equal ones.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// Get returns the object decoded from data under key, if it is still cached.
+// data must be the store's own, never modified, non-empty bytes.
+func (h *HotCache[V]) Get(key string, data []byte) (V, bool) {
+	s := h.shard(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i, ok := s.index[key]; ok && sameBytes(s.slots[i].data, data) {
+		s.slots[i].used.Store(true)
+		return s.slots[i].value, true
+	}
+	var zero V
+	return zero, false
+}
+
+// Put caches value as the object decoded from data under key, replacing what
+// key held and evicting another entry when the shard is full.
+func (h *HotCache[V]) Put(key string, data []byte, value V) {
+	s := h.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.index[key]
+	switch {
+	case ok:
+	case len(s.slots) < s.limit:
+		i = len(s.slots)
+		s.slots = append(s.slots, hotSlot[V]{})
+		s.index[key] = i
+	default:
+		i = s.victim()
+		if s.slots[i].live {
+			delete(s.index, s.slots[i].key)
+		}
+		s.index[key] = i
+	}
+	slot := &s.slots[i]
+	slot.key, slot.data, slot.value, slot.live = key, data, value, true
+	slot.used.Store(false)
+}
+
+// victim advances the clock to a free slot or to one not used since the
+// hand last passed it.
+func (s *hotShard[V]) victim() int {
+	for {
+		i := s.hand
+		s.hand = (s.hand + 1) % len(s.slots)
+		slot := &s.slots[i]
+		if !slot.live || !slot.used.Swap(false) {
+			return i
+		}
+	}
+}
+
+// Delete drops key's entry, if any, releasing its bytes and object.
+func (h *HotCache[V]) Delete(key string) {
+	s := h.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.index[key]
+	if !ok {
+		return
+	}
+	delete(s.index, key)
+	var zero V
+	slot := &s.slots[i]
+	slot.key, slot.data, slot.value, slot.live = "", nil, zero, false
+}
+
+// Len is the number of cached entries.
+func (h *HotCache[V]) Len() int {
+	n := 0
+	for i := range h.shards {
+		s := &h.shards[i]
+		s.mu.RLock()
+		n += len(s.index)
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// Capacity is the most entries the cache holds.
+func (h *HotCache[V]) Capacity() int { return len(h.shards) * h.shards[0].limit }
