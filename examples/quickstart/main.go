@@ -1,7 +1,7 @@
-// Command quickstart runs a shared informer over pods, prints what it sees
-// and exits: the README's thirty-second program. It uses the in-memory fake
-// API server, so it runs anywhere; the README shows the line to change to
-// watch a real cluster.
+// Command quickstart runs a shared informer over pods for three seconds and
+// prints what it sees: the README's thirty-second program. Its pods come from
+// the in-memory fake API server, so it runs anywhere; the README shows how
+// to point listerWatcher at a real cluster instead.
 package main
 
 import (
@@ -18,32 +18,45 @@ import (
 )
 
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 
+	informer := cache.NewSharedIndexInformer(listerWatcher(), &corev1.Pod{}, 0, cache.Indexers{})
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { fmt.Println("added", key(obj)) },
+		UpdateFunc: func(_, obj interface{}) { fmt.Println("updated", key(obj)) },
+		DeleteFunc: func(obj interface{}) { fmt.Println("deleted", key(obj)) },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); informer.RunWithContext(ctx) }()
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		log.Fatal("the informer did not sync")
+	}
+	fmt.Println("synced:", len(informer.GetStore().ListKeys()), "pods cached")
+	<-done // events keep arriving until the timeout stops the informer
+}
+
+// listerWatcher serves two pods from an in-memory API server and deletes one
+// of them a second later.
+func listerWatcher() cache.ListerWatcher {
 	server := fake.MustNew(fake.Options{Object: &corev1.Pod{}, Objects: []runtime.Object{pod("web-1"), pod("web-2")}})
-	var lw cache.ListerWatcher = server // a real cluster: see the README
+	time.AfterFunc(time.Second, func() {
+		if _, err := server.Delete("default", "web-1"); err != nil {
+			log.Print(err)
+		}
+	})
+	return server
+}
 
-	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	seen := make(chan string)
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { seen <- "added " + obj.(*corev1.Pod).Name },
-		DeleteFunc: func(obj interface{}) {
-			key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-			seen <- "deleted " + key
-		},
-	}); err != nil {
-		log.Fatal(err)
+func key(obj interface{}) string {
+	k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return err.Error()
 	}
-	go informer.RunWithContext(ctx)
-
-	fmt.Println(<-seen)
-	fmt.Println(<-seen)
-	if _, err := server.Delete("default", "web-1"); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(<-seen)
-	fmt.Println("cached:", informer.GetStore().ListKeys())
+	return k
 }
 
 func pod(name string) *corev1.Pod {

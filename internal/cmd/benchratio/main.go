@@ -38,10 +38,11 @@ var headline = []string{
 	"queue/RealFIFO-default/add+pop-steady",
 }
 
-// secondsPerSide is how long one side of a case takes at the default one
-// second benchtime, measured over the whole suite on 2 cores: the timed
-// runs while testing.Benchmark grows b.N, plus each case's setup.
-const secondsPerSide = 3.5
+// secondsPerSide is how long one side of a case takes on average at the
+// default one-second benchtime on 2 idle cores: the timed runs while
+// testing.Benchmark grows b.N, plus each case's setup (the -short set took
+// 59 s of CPU for 12 sides).
+const secondsPerSide = 5
 
 // benchCase is one comparison. Ours and Theirs must do the same work; extra
 // metrics reported with b.ReportMetric are compared too.
@@ -75,13 +76,15 @@ func main() {
 		}
 		return
 	}
-	fmt.Fprintf(os.Stderr, "benchratio: %d cases x %d rounds x 2 sides, about %s on 2 idle cores\n",
+	fmt.Fprintf(os.Stderr, "benchratio: %d cases x %d rounds x 2 sides, about %s on 2 idle cores, longer on a busy machine\n",
 		len(selected), *rounds, estimate(len(selected)**rounds))
+	start := time.Now()
 	fmt.Printf("%-48s %-14s %14s %14s %9s  %s\n", "case", "metric", "ours", "client-go", "ratio", "range")
 	for _, c := range selected {
 		ours, theirs := measure(c, *rounds)
 		report(c.Name, ours, theirs)
 	}
+	fmt.Fprintf(os.Stderr, "benchratio: took %s\n", time.Since(start).Round(time.Second))
 }
 
 // selectCases returns the cases to run in name order: those matching re,
