@@ -66,7 +66,10 @@ func loadPackages(dir string, patterns ...string) ([]loaded, error) {
 	imp := importer.ForCompiler(token.NewFileSet(), "gc", lookup).(types.ImporterFrom)
 	var pkgs []loaded
 	for _, path := range patterns {
-		path = resolvePattern(dir, path)
+		path, err := resolvePattern(dir, path)
+		if err != nil {
+			return nil, err
+		}
 		pkg, err := imp.ImportFrom(path, dir, 0)
 		if err != nil {
 			return nil, err
@@ -78,15 +81,12 @@ func loadPackages(dir string, patterns ...string) ([]loaded, error) {
 
 // resolvePattern turns a relative package directory ("." or "./sub") into
 // its import path; import paths are returned as they are.
-func resolvePattern(dir, pattern string) string {
+func resolvePattern(dir, pattern string) (string, error) {
 	if pattern != "." && !strings.HasPrefix(pattern, "./") {
-		return pattern
+		return pattern, nil
 	}
 	out, err := goCmd(dir, "list", "-f", "{{.ImportPath}}", pattern)
-	if err != nil {
-		return pattern
-	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), err
 }
 
 // moduleRequiring creates a throwaway module that requires mod at version
