@@ -1,0 +1,45 @@
+package cache_test
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeSources are the compiled files README.md's Go snippets are copied
+// from: a snippet is either a whole file or a run of whole lines of one.
+var readmeSources = []string{"examples/quickstart/main.go", "example_readme_test.go"}
+
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// Every Go snippet in the README compiles as shown: it is copied verbatim
+// from a file that go test builds.
+func TestReadmeGoSnippetsAreCompiledCode(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, name := range readmeSources {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources = append(sources, "\n"+string(src))
+	}
+	blocks := goBlock.FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no Go snippets; the pattern or the README changed")
+	}
+	for _, b := range blocks {
+		snippet := "\n" + b[1]
+		found := false
+		for _, src := range sources {
+			found = found || strings.Contains(src, snippet)
+		}
+		if !found {
+			t.Errorf("README snippet is not a run of whole lines of %v:\n%s", readmeSources, b[1])
+		}
+	}
+}
