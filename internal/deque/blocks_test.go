@@ -45,45 +45,81 @@ func TestBlocksGrowsAndShrinks(t *testing.T) {
 	assert.Equal(t, 20, *r.Front())
 }
 
+// modelItem carries its sequence number and a reference, so that the
+// test can see consumed slots released, without allocating per push.
+type modelItem struct {
+	seq int
+	ref *int
+}
+
+var modelRef = new(int)
+
+// sliceModel is the reference FIFO: a slice with a head index, compacted
+// once half of it is consumed, so that it neither reallocates per pop nor
+// grows without bound.
+type sliceModel struct {
+	s    []int
+	head int
+}
+
+func (m *sliceModel) push(v int)  { m.s = append(m.s, v) }
+func (m *sliceModel) live() []int { return m.s[m.head:] }
+
+func (m *sliceModel) drop(n int) {
+	m.head += n
+	if m.head > len(m.s)/2 {
+		m.s = m.s[:copy(m.s, m.s[m.head:])]
+		m.head = 0
+	}
+}
+
 func TestBlocksMatchesSliceModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var r Blocks[any]
-	var model []int
+	var r Blocks[modelItem]
+	var m sliceModel
 	next := 0
+	dst := make([]modelItem, 400)
+	// Plain comparisons: testify's per call cost would dominate this loop.
 	for step := range 100000 {
 		switch k := rng.IntN(10); {
 		case k < 5:
 			for range rng.IntN(300) {
-				r.PushBack(next)
-				model = append(model, next)
+				r.PushBack(modelItem{next, modelRef})
+				m.push(next)
 				next++
 			}
 		case k < 8:
-			dst := make([]any, rng.IntN(400))
+			dst := dst[:rng.IntN(400)]
 			n := r.PopFrontInto(dst)
-			require.Equal(t, min(len(dst), len(model)), n, "step %d", step)
+			live := m.live()
+			if n != min(len(dst), len(live)) {
+				t.Fatalf("step %d: popped %d of %d into %d", step, n, len(live), len(dst))
+			}
 			for i := range n {
-				if dst[i] != model[i] { // require.Equal per element is too slow here
-					t.Fatalf("step %d: element %d is %v, want %d", step, i, dst[i], model[i])
+				if dst[i].seq != live[i] {
+					t.Fatalf("step %d: element %d is %d, want %d", step, i, dst[i].seq, live[i])
 				}
 			}
-			model = model[n:]
+			m.drop(n)
 		default:
 			x, ok := r.PopFront()
-			require.Equal(t, len(model) > 0, ok)
+			live := m.live()
+			if ok != (len(live) > 0) || ok && x.seq != live[0] {
+				t.Fatalf("step %d: popped %v %v, model %v", step, x, ok, live[:min(len(live), 1)])
+			}
 			if ok {
-				require.Equal(t, model[0], x)
-				model = model[1:]
+				m.drop(1)
 			}
 		}
-		require.Equal(t, len(model), r.Len())
-		require.LessOrEqual(t, r.nspare, maxSpareBlocks)
+		if r.Len() != len(m.live()) || r.nspare > maxSpareBlocks {
+			t.Fatalf("step %d: length %d, want %d; %d spare blocks", step, r.Len(), len(m.live()), r.nspare)
+		}
 	}
 	for b := r.head; b != nil; b = b.next { // consumed slots hold no references
 		for i, n := range b.items {
 			live := (b != r.head || i >= r.first) && (b != r.tail || i < r.next)
 			if !live {
-				require.Nil(t, n)
+				require.Nil(t, n.ref)
 			}
 		}
 	}
