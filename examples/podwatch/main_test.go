@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +16,13 @@ import (
 	cache "github.com/openinformer/cache"
 	"github.com/openinformer/cache/fake"
 )
+
+// TestMain makes apimachinery's error reporting safe for the synctest bubble
+// below (see fake.PrepareForSynctest).
+func TestMain(m *testing.M) {
+	fake.PrepareForSynctest()
+	os.Exit(m.Run())
+}
 
 // TestPodwatchOnFakeServer runs the demo briefly and checks what its summary
 // promises: the cache converged to the fake server, per-key order held, and
