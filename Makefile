@@ -7,7 +7,7 @@ CASES       ?= .
 APICHECK    := $(GO) run ./internal/cmd/apicheck -skip '^ResetInformerNamesForTesting$$'
 PKGS        := ./...
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint
+.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus
 
 all: test
 
@@ -73,3 +73,8 @@ api-next:
 ## version than a module requiring only client-go (used by CI).
 depcheck:
 	$(GO) run ./internal/cmd/depcheck
+
+## prometheus: vet, staticcheck and tests of the Prometheus adapter module
+## (a nested module, so the cache module gains no dependency).
+prometheus:
+	cd metrics/prometheus && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
