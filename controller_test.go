@@ -326,3 +326,25 @@ func TestBatchBuffersComeBackZeroed(t *testing.T) {
 		b.release()
 	}
 }
+
+// controllerPlainStore hides the package's store behind the Store
+// interface, as a user's Config.Process over any Store sees it.
+type controllerPlainStore struct{ Store }
+
+func TestC6_ReplacedAllOnAnyStoreKeepsEveryKeyedObject(t *testing.T) {
+	a, h := newControllerTestApplier()
+	a.store = controllerPlainStore{a.store}
+	require.NoError(t, a.apply(Deltas{
+		{Type: Added, Object: newTestPod("ns", "keep", "1")},
+		{Type: Added, Object: newTestPod("ns", "gone", "1")},
+	}, true))
+	h.calls = nil
+	reported := captureReportedErrors(t)
+	require.NoError(t, a.apply(Deltas{{Type: ReplacedAll, Object: ReplacedAllInfo{ResourceVersion: "9", Objects: []interface{}{
+		"no meta", newTestPod("ns", "new", "8"), newTestPod("ns", "keep", "2"),
+	}}}}, false))
+	assert.Equal(t, []string{"delete tombstone(ns/gone@1)", "add ns/new@8", "update ns/keep@1->ns/keep@2"}, h.calls,
+		"store replaced before handlers; deletes first, then list order")
+	assert.Equal(t, []string{"ns/keep", "ns/new"}, storeSortedKeys(a.store))
+	assert.Equal(t, []string{"Object from a relist not stored: couldn't create key for object no meta: object has no meta: object does not implement the Object interfaces []"}, reported.take())
+}

@@ -103,6 +103,19 @@ var objErrModes = []objErrMode{
 	{name: "list without AtomicFIFO", gateOff: clientfeatures.AtomicFIFO},
 }
 
+// objErrEachMode runs f in a subtest per mode, with utilruntime's error
+// handlers captured.
+func objErrEachMode(t *testing.T, f func(t *testing.T, mode objErrMode, reported *reportedErrors)) {
+	for _, mode := range objErrModes {
+		t.Run(mode.name, func(t *testing.T) {
+			if mode.gateOff != "" {
+				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
+			}
+			f(t, mode, captureReportedErrors(t))
+		})
+	}
+}
+
 // objErrInformer builds an informer over srv with an "app" index that
 // fails on pods labelled bad=yes, counting object errors in provider.
 func objErrInformer(t *testing.T, lw ListerWatcher, provider *objectErrorProvider) (SharedIndexInformer, *objErrEvents) {
@@ -119,100 +132,88 @@ func objErrInformer(t *testing.T, lw ListerWatcher, provider *objectErrorProvide
 }
 
 func TestObjectErrorIndexFuncFailureCostsOnlyThatIndexEntry(t *testing.T) {
-	for _, mode := range objErrModes {
-		t.Run(mode.name, func(t *testing.T) {
-			if mode.gateOff != "" {
-				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
-			}
-			reported := captureReportedErrors(t)
-			srv := newDiffServer(mode.watchList)
-			srv.apply(watch.Added, "x", "bad", "yes")
-			srv.apply(watch.Added, "y", "app", "y")
-			provider := &objectErrorProvider{}
-			inf, events := objErrInformer(t, srv, provider)
-			stop := informerTestRun(inf)
-			defer goleak.VerifyNone(t)
-			defer stop()
-			informerTestWait(t, "sync", inf.HasSyncedChecker())
-			idx := inf.GetIndexer()
+	objErrEachMode(t, func(t *testing.T, mode objErrMode, reported *reportedErrors) {
+		srv := newDiffServer(mode.watchList)
+		srv.apply(watch.Added, "x", "bad", "yes")
+		srv.apply(watch.Added, "y", "app", "y")
+		provider := &objectErrorProvider{}
+		inf, events := objErrInformer(t, srv, provider)
+		stop := informerTestRun(inf)
+		defer goleak.VerifyNone(t)
+		defer stop()
+		informerTestWait(t, "sync", inf.HasSyncedChecker())
+		idx := inf.GetIndexer()
 
-			// LIST or watch-list start.
-			events.waitFor(t, "add ns/x", "add ns/y")
-			assert.Equal(t, []string{"ns/x", "ns/y"}, storeSortedKeys(idx), "the failing object is cached, and so is every other")
-			assert.Equal(t, []string{"y"}, idx.ListIndexFuncValues("app"), "x is left out of the failing index only")
-			assert.Equal(t, []string{"ns/y"}, objErrIndexed(t, idx, "y"))
-			keys, err := idx.IndexKeys(NamespaceIndex, "ns")
-			require.NoError(t, err)
-			assert.Equal(t, []string{"ns/x", "ns/y"}, keys)
-			assert.Equal(t, []string{"Object stored but left out of an index: cannot index x [key ns/x index app]"}, reported.take())
-			assert.Equal(t, 1, provider.errors.count())
+		// LIST or watch-list start.
+		events.waitFor(t, "add ns/x", "add ns/y")
+		assert.Equal(t, []string{"ns/x", "ns/y"}, storeSortedKeys(idx), "the failing object is cached, and so is every other")
+		assert.Equal(t, []string{"y"}, idx.ListIndexFuncValues("app"), "x is left out of the failing index only")
+		assert.Equal(t, []string{"ns/y"}, objErrIndexed(t, idx, "y"))
+		keys, err := idx.IndexKeys(NamespaceIndex, "ns")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"ns/x", "ns/y"}, keys)
+		assert.Equal(t, []string{"Object stored but left out of an index: cannot index x [key ns/x index app]"}, reported.take())
+		assert.Equal(t, 1, provider.errors.count())
 
-			// Watch add and update.
-			srv.apply(watch.Added, "z", "bad", "yes")
-			events.waitFor(t, "add ns/z")
-			srv.apply(watch.Modified, "y", "bad", "yes")
-			events.waitFor(t, "update ns/y")
-			assert.Equal(t, []string{"ns/x", "ns/y", "ns/z"}, storeSortedKeys(idx))
-			assert.Empty(t, idx.ListIndexFuncValues("app"))
-			assert.Equal(t, []string{
-				"Object stored but left out of an index: cannot index y [key ns/y index app]",
-				"Object stored but left out of an index: cannot index z [key ns/z index app]",
-			}, reported.take())
-			assert.Equal(t, 3, provider.errors.count())
+		// Watch add and update.
+		srv.apply(watch.Added, "z", "bad", "yes")
+		events.waitFor(t, "add ns/z")
+		srv.apply(watch.Modified, "y", "bad", "yes")
+		events.waitFor(t, "update ns/y")
+		assert.Equal(t, []string{"ns/x", "ns/y", "ns/z"}, storeSortedKeys(idx))
+		assert.Empty(t, idx.ListIndexFuncValues("app"))
+		assert.Equal(t, []string{
+			"Object stored but left out of an index: cannot index y [key ns/y index app]",
+			"Object stored but left out of an index: cannot index z [key ns/z index app]",
+		}, reported.take())
+		assert.Equal(t, 3, provider.errors.count())
 
-			// Relist: changes missed by the watch are seen by listing.
-			srv.missWhile(func() {
-				srv.apply(watch.Added, "w", "bad", "yes")
-				srv.apply(watch.Modified, "x", "app", "x")
-				srv.apply(watch.Deleted, "z")
-			})
-			events.waitFor(t, "add ns/w", "update ns/x", "delete ns/z")
-			assert.Equal(t, []string{"ns/w", "ns/x", "ns/y"}, storeSortedKeys(idx))
-			assert.Equal(t, []string{"ns/x"}, objErrIndexed(t, idx, "x"), "a fixed object joins the index")
-			assert.Contains(t, reported.take(), "Object stored but left out of an index: cannot index w [key ns/w index app]")
+		// Relist: changes missed by the watch are seen by listing.
+		srv.missWhile(func() {
+			srv.apply(watch.Added, "w", "bad", "yes")
+			srv.apply(watch.Modified, "x", "app", "x")
+			srv.apply(watch.Deleted, "z")
 		})
-	}
+		events.waitFor(t, "add ns/w", "update ns/x", "delete ns/z")
+		assert.Equal(t, []string{"ns/w", "ns/x", "ns/y"}, storeSortedKeys(idx))
+		assert.Equal(t, []string{"ns/x"}, objErrIndexed(t, idx, "x"), "a fixed object joins the index")
+		assert.Contains(t, reported.take(), "Object stored but left out of an index: cannot index w [key ns/w index app]")
+	})
 }
 
 func TestObjectErrorTransformFailureCostsOnlyThatObject(t *testing.T) {
-	for _, mode := range objErrModes {
-		t.Run(mode.name, func(t *testing.T) {
-			if mode.gateOff != "" {
-				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
+	objErrEachMode(t, func(t *testing.T, mode objErrMode, reported *reportedErrors) {
+		srv := newDiffServer(mode.watchList)
+		srv.apply(watch.Added, "x", "untransformable", "yes")
+		srv.apply(watch.Added, "y")
+		provider := &objectErrorProvider{}
+		inf, events := objErrInformer(t, srv, provider)
+		require.NoError(t, inf.SetTransform(func(obj interface{}) (interface{}, error) {
+			if p, ok := obj.(*v1.Pod); ok && p.Labels["untransformable"] == "yes" {
+				return nil, errors.New("cannot transform " + p.Name)
 			}
-			reported := captureReportedErrors(t)
-			srv := newDiffServer(mode.watchList)
-			srv.apply(watch.Added, "x", "untransformable", "yes")
-			srv.apply(watch.Added, "y")
-			provider := &objectErrorProvider{}
-			inf, events := objErrInformer(t, srv, provider)
-			require.NoError(t, inf.SetTransform(func(obj interface{}) (interface{}, error) {
-				if p, ok := obj.(*v1.Pod); ok && p.Labels["untransformable"] == "yes" {
-					return nil, errors.New("cannot transform " + p.Name)
-				}
-				return obj, nil
-			}))
-			stop := informerTestRun(inf)
-			defer goleak.VerifyNone(t)
-			defer stop()
-			informerTestWait(t, "sync", inf.HasSyncedChecker())
-			events.waitFor(t, "add ns/y")
-			assert.Equal(t, []string{"ns/y"}, storeSortedKeys(inf.GetStore()), "x cannot be cached; y is")
-			got := reported.take()
-			require.Len(t, got, 1)
-			assert.Regexp(t, `^Object from a relist left out: .*cannot transform x \[key ns/x\]$`, got[0])
-			assert.Equal(t, 1, provider.errors.count())
+			return obj, nil
+		}))
+		stop := informerTestRun(inf)
+		defer goleak.VerifyNone(t)
+		defer stop()
+		informerTestWait(t, "sync", inf.HasSyncedChecker())
+		events.waitFor(t, "add ns/y")
+		assert.Equal(t, []string{"ns/y"}, storeSortedKeys(inf.GetStore()), "x cannot be cached; y is")
+		got := reported.take()
+		require.Len(t, got, 1)
+		assert.Regexp(t, `^Object from a relist left out: .*cannot transform x \[key ns/x\]$`, got[0])
+		assert.Equal(t, 1, provider.errors.count())
 
-			// A watch event that cannot be transformed is reported by the
-			// Reflector and counted; the next one arrives.
-			srv.apply(watch.Added, "z", "untransformable", "yes")
-			srv.apply(watch.Added, "v")
-			events.waitFor(t, "add ns/v")
-			assert.Equal(t, []string{"ns/v", "ns/y"}, storeSortedKeys(inf.GetStore()))
-			assert.Len(t, reported.take(), 1)
-			assert.Equal(t, 2, provider.errors.count())
-		})
-	}
+		// A watch event that cannot be transformed is reported by the
+		// Reflector and counted; the next one arrives.
+		srv.apply(watch.Added, "z", "untransformable", "yes")
+		srv.apply(watch.Added, "v")
+		events.waitFor(t, "add ns/v")
+		assert.Equal(t, []string{"ns/v", "ns/y"}, storeSortedKeys(inf.GetStore()))
+		assert.Len(t, reported.take(), 1)
+		assert.Equal(t, 2, provider.errors.count())
+	})
 }
 
 // objErrListOnly is a ListWatch that does not support watch-list.
@@ -237,30 +238,22 @@ func objErrListWatch() ListerWatcher {
 }
 
 func TestObjectErrorKeyFailureCostsOnlyThatObject(t *testing.T) {
-	for _, mode := range objErrModes {
+	objErrEachMode(t, func(t *testing.T, mode objErrMode, reported *reportedErrors) {
 		if mode.watchList {
-			// The Reflector drops a watch event without metadata before
-			// any key is computed; LIST is the path that reaches keys.
-			continue
+			t.Skip("the Reflector drops a watch event without metadata before any key is computed; LIST is the path that reaches keys")
 		}
-		t.Run(mode.name, func(t *testing.T) {
-			if mode.gateOff != "" {
-				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
-			}
-			reported := captureReportedErrors(t)
-			inf, events := objErrInformer(t, objErrListWatch(), &objectErrorProvider{})
-			stop := informerTestRun(inf)
-			defer goleak.VerifyNone(t)
-			defer stop()
-			informerTestWait(t, "sync", inf.HasSyncedChecker())
-			events.waitFor(t, "add ns/y")
-			assert.Equal(t, []string{"ns/y"}, storeSortedKeys(inf.GetStore()))
-			got := reported.take()
-			require.Len(t, got, 1)
-			assert.Contains(t, got[0], "couldn't create key for object")
-			assert.Contains(t, got[0], "no metadata")
-		})
-	}
+		inf, events := objErrInformer(t, objErrListWatch(), &objectErrorProvider{})
+		stop := informerTestRun(inf)
+		defer goleak.VerifyNone(t)
+		defer stop()
+		informerTestWait(t, "sync", inf.HasSyncedChecker())
+		events.waitFor(t, "add ns/y")
+		assert.Equal(t, []string{"ns/y"}, storeSortedKeys(inf.GetStore()))
+		got := reported.take()
+		require.Len(t, got, 1)
+		assert.Contains(t, got[0], "couldn't create key for object")
+		assert.Contains(t, got[0], "no metadata")
+	})
 }
 
 // objErrPipeline is an informer's path without its Reflector and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -42,128 +41,6 @@ const (
 	copyUnderLock = 64
 )
 
-// keySet holds the store keys sharing one index value. It keeps no
-// objects, so a write that leaves an object's index values alone leaves the
-// index alone too; reads find the objects in the items of the same state.
-type keySet = hashmap.Map[struct{}]
-
-// valueIndex maps each value of one index to its keySet.
-type valueIndex = hashmap.Map[keySet]
-
-// indexerSet is one immutable generation of a store's index functions.
-// AddIndexers publishes a new generation, so readers and GetIndexers callers
-// never see a map that changes under them.
-type indexerSet struct {
-	funcs Indexers
-	names []string
-	fns   []IndexFunc
-	pos   map[string]int
-	// byNamespace marks MetaNamespaceIndexFunc, which writes evaluate
-	// directly: a namespace needs no slice, and that saves an allocation
-	// per write on nearly every informer.
-	byNamespace []bool
-}
-
-// newIndexerSet returns the first generation. Built from nil indexers, its
-// funcs map is nil too, as client-go's GetIndexers returns it.
-func newIndexerSet(indexers Indexers) *indexerSet {
-	set := (&indexerSet{pos: map[string]int{}}).with(indexers)
-	if indexers == nil {
-		set.funcs = nil
-	}
-	return set
-}
-
-// with returns a new generation holding set's indexers followed by more,
-// the latter in name order.
-func (set *indexerSet) with(more Indexers) *indexerSet {
-	next := &indexerSet{
-		funcs:       make(Indexers, len(set.funcs)+len(more)),
-		names:       append([]string(nil), set.names...),
-		fns:         append([]IndexFunc(nil), set.fns...),
-		pos:         make(map[string]int, len(set.funcs)+len(more)),
-		byNamespace: append([]bool(nil), set.byNamespace...),
-	}
-	for name, fn := range set.funcs {
-		next.funcs[name] = fn
-		next.pos[name] = set.pos[name]
-	}
-	for _, name := range sets.List(sets.KeySet(more)) {
-		next.funcs[name] = more[name]
-		next.pos[name] = len(next.names)
-		next.names = append(next.names, name)
-		next.fns = append(next.fns, more[name])
-		next.byNamespace = append(next.byNamespace, isMetaNamespaceIndexFunc(more[name]))
-	}
-	return next
-}
-
-// isMetaNamespaceIndexFunc recognises ours and client-go's: Indexers built
-// with client-go's import, as controller-runtime builds them, get the same
-// fast path.
-func isMetaNamespaceIndexFunc(fn IndexFunc) bool {
-	p := reflect.ValueOf(fn).Pointer()
-	return p == reflect.ValueOf(MetaNamespaceIndexFunc).Pointer() || p == clientGoMetaNamespaceIndexFunc
-}
-
-// namespaceOf is index i's value for obj when it is a namespace index. On
-// failure the error is the index function's own, as without the fast path.
-func (set *indexerSet) namespaceOf(i int, key string, obj interface{}) (string, error) {
-	m, err := accessor(obj)
-	if err != nil {
-		_, err = set.fns[i](obj)
-		return "", indexEntryError(key, set.names[i], err)
-	}
-	return m.GetNamespace(), nil
-}
-
-// values appends obj's values for every index to dst. A nil object, which a
-// ThreadSafeStore may hold, has no values. Namespace indexes get no slice,
-// only the check that obj has a namespace. An index whose function fails on
-// obj gets no values, so that obj is left out of that index only; the
-// failures are returned.
-func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]string, []error) {
-	var fails []error
-	for i, fn := range set.fns {
-		var vals []string
-		var err error
-		switch {
-		case obj == nil:
-		case set.byNamespace[i]:
-			_, err = set.namespaceOf(i, key, obj)
-		default:
-			if vals, err = fn(obj); err != nil {
-				err = indexEntryError(key, set.names[i], err)
-			}
-		}
-		if err != nil {
-			fails, vals = append(fails, err), nil
-		}
-		dst = append(dst, vals)
-	}
-	return dst, fails
-}
-
-// indexError is an index function's failure on one stored object.
-type indexError struct {
-	key, index string
-	err        error
-}
-
-func (e *indexError) Error() string {
-	return fmt.Sprintf("unable to calculate an index entry for key %q on index %q: %v", e.key, e.index, e.err)
-}
-
-func (e *indexError) Unwrap() error { return e.err }
-
-func indexEntryError(key, index string, err error) error {
-	return &indexError{key: key, index: index, err: err}
-}
-
-func indexMissingError(name string) error {
-	return fmt.Errorf("Index with name %s does not exist", name)
-}
-
 // ThreadSafeStoreOption configures a store built by NewThreadSafeStore.
 type ThreadSafeStoreOption = func(*threadSafeMap)
 
@@ -177,6 +54,11 @@ func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider Inf
 }
 
 // threadSafeMap is the ThreadSafeStore behind every Store and Indexer here.
+// mu guards items, indexes, epoch, frozen and rv. indexers is published
+// atomically so that writes compute index values before taking mu; it is
+// only replaced under mu, and a writer that finds it changed once it holds
+// mu computes again. A read may walk items and indexes after releasing mu
+// only if it froze them first (shareIfLargeLocked).
 type threadSafeMap struct {
 	mu sync.Mutex
 	// epoch owns the map parts the writer may change in place.
@@ -226,10 +108,18 @@ func (s *threadSafeMap) lockForWrite() {
 	}
 }
 
-// freezeLocked marks the current tables as shared with a reader. Call it
-// with mu held.
-func (s *threadSafeMap) freezeLocked() {
+// shareIfLargeLocked ends a read's critical section early when the read
+// has more than limit entries to copy: it marks the current tables as
+// shared with the reader, which then copies them outside the lock, and
+// unlocks. It returns whether mu is still held, for the caller to release
+// after copying. Call it with mu held.
+func (s *threadSafeMap) shareIfLargeLocked(n, limit int) (locked bool) {
+	if n <= limit {
+		return true
+	}
 	s.frozen = true
+	s.mu.Unlock()
+	return false
 }
 
 // storeRV is a resource version to record with a write.
@@ -448,10 +338,7 @@ func (s *threadSafeMap) getStored(key string) (stored string, item interface{}, 
 func (s *threadSafeMap) List() []interface{} {
 	s.mu.Lock()
 	items := s.items
-	if items.Len() > scanUnderLock {
-		s.freezeLocked()
-		s.mu.Unlock()
-	} else {
+	if s.shareIfLargeLocked(items.Len(), scanUnderLock) {
 		defer s.mu.Unlock()
 	}
 	return items.AppendValues(make([]interface{}, 0, items.Len()))
@@ -461,10 +348,7 @@ func (s *threadSafeMap) List() []interface{} {
 func (s *threadSafeMap) ListKeys() []string {
 	s.mu.Lock()
 	m := s.items
-	if m.Len() > scanUnderLock {
-		s.freezeLocked()
-		s.mu.Unlock()
-	} else {
+	if s.shareIfLargeLocked(m.Len(), scanUnderLock) {
 		defer s.mu.Unlock()
 	}
 	return m.AppendKeys(make([]string, 0, m.Len()))
@@ -480,10 +364,7 @@ func (s *threadSafeMap) membersValues(pick func() (keySet, error)) ([]interface{
 		return nil, err
 	}
 	items := s.items
-	if members.Len() > copyUnderLock {
-		s.freezeLocked()
-		s.mu.Unlock()
-	} else {
+	if s.shareIfLargeLocked(members.Len(), copyUnderLock) {
 		defer s.mu.Unlock()
 	}
 	return hashmap.AppendValuesOf(make([]interface{}, 0, members.Len()), items, members), nil
@@ -499,13 +380,6 @@ func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion st
 		m.Set(e, key, obj)
 	}
 	s.replace(m, e, resourceVersion, listOrder{})
-}
-
-// listOrder is the content of a Replace in the order it was listed, each
-// key once; its zero value means unknown.
-type listOrder struct {
-	keys []string
-	objs []interface{}
 }
 
 // replace makes items, built in epoch e and seen by no one else, the new
@@ -531,114 +405,6 @@ func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv stri
 		s.reportIndexFailures(b.fails)
 		return before
 	}
-}
-
-// buildFrom indexes every item, in epoch e. Given the list order, it walks
-// the objects in the order they were listed (and, from a LIST, allocated),
-// which reads memory sequentially instead of in hash order. Each index's
-// entries are collected and counted first, so that every key set is laid
-// out once for its final size.
-func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
-	if order.keys != nil {
-		for i, key := range order.keys {
-			if err := b.collect(key, order.objs[i]); err != nil {
-				return nil, err
-			}
-		}
-		return b.build(e), nil
-	}
-	var err error
-	items.Range(func(key string, obj interface{}) bool {
-		err = b.collect(key, obj)
-		return err == nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return b.build(e), nil
-}
-
-// indexBuilder gathers the entries of new indexes (set's, from position
-// from on) before building them; entries and counts are by position - from.
-// A lenient builder leaves an object out of an index whose function fails
-// on it and keeps the failures in fails; a strict one stops at the first.
-type indexBuilder struct {
-	set     *indexerSet
-	from    int
-	entries [][]indexEntry
-	counts  []map[string]int
-	lenient bool
-	fails   []error
-}
-
-type indexEntry struct{ value, key string }
-
-func newIndexBuilder(set *indexerSet, from, size int, lenient bool) *indexBuilder {
-	n := len(set.fns) - from
-	b := &indexBuilder{set: set, from: from, entries: make([][]indexEntry, n), counts: make([]map[string]int, n), lenient: lenient}
-	for i := range n {
-		b.entries[i] = make([]indexEntry, 0, size)
-		b.counts[i] = map[string]int{}
-	}
-	return b
-}
-
-// collect records obj's entries in every index.
-func (b *indexBuilder) collect(key string, obj interface{}) error {
-	if obj == nil {
-		return nil
-	}
-	for i := range b.entries {
-		if err := b.collectOne(i, key, obj); err != nil {
-			if !b.lenient {
-				return err
-			}
-			b.fails = append(b.fails, err)
-		}
-	}
-	return nil
-}
-
-// collectOne records obj's entries in index i, all or none.
-func (b *indexBuilder) collectOne(i int, key string, obj interface{}) error {
-	pos := b.from + i
-	if b.set.byNamespace[pos] {
-		// The namespace is read in place: no slice per object.
-		ns, err := b.set.namespaceOf(pos, key, obj)
-		if err != nil {
-			return err
-		}
-		b.record(i, ns, key)
-		return nil
-	}
-	vals, err := b.set.fns[pos](obj)
-	if err != nil {
-		return indexEntryError(key, b.set.names[pos], err)
-	}
-	for _, v := range vals {
-		b.record(i, v, key)
-	}
-	return nil
-}
-
-func (b *indexBuilder) record(i int, value, key string) {
-	b.entries[i] = append(b.entries[i], indexEntry{value, key})
-	b.counts[i][value]++
-}
-
-// build makes the indexes, each key set sized for its entries.
-func (b *indexBuilder) build(e hashmap.Epoch) []valueIndex {
-	indexes := make([]valueIndex, len(b.entries))
-	for i := range indexes {
-		indexes[i] = hashmap.Sized[keySet](e, len(b.counts[i]))
-		for value, n := range b.counts[i] {
-			indexes[i].Set(e, value, hashmap.Sized[struct{}](e, n))
-		}
-		for _, en := range b.entries[i] {
-			indexes[i].Existing(e, en.value).Set(e, en.key, struct{}{})
-		}
-	}
-	return indexes
 }
 
 // Index returns the stored objects that share any of obj's values in the
@@ -675,10 +441,7 @@ func (s *threadSafeMap) union(i int, vals []string) []interface{} {
 		}
 	}
 	items := s.items
-	if total > copyUnderLock {
-		s.freezeLocked()
-		s.mu.Unlock()
-	} else {
+	if s.shareIfLargeLocked(total, copyUnderLock) {
 		defer s.mu.Unlock()
 	}
 	var merged keySet
@@ -718,13 +481,9 @@ func (s *threadSafeMap) IndexKeys(indexName, indexedValue string) ([]string, err
 		s.mu.Unlock()
 		return nil, err
 	}
-	large := members.Len() > scanUnderLock
-	if large {
-		s.freezeLocked()
-		s.mu.Unlock()
-	}
+	locked := s.shareIfLargeLocked(members.Len(), scanUnderLock)
 	keys := members.AppendKeys(make([]string, 0, members.Len()))
-	if !large {
+	if locked {
 		s.mu.Unlock()
 	}
 	sort.Strings(keys)
@@ -741,10 +500,7 @@ func (s *threadSafeMap) ListIndexFuncValues(indexName string) []string {
 		return []string{}
 	}
 	idx := s.indexes[i]
-	if idx.Len() > scanUnderLock {
-		s.freezeLocked()
-		s.mu.Unlock()
-	} else {
+	if s.shareIfLargeLocked(idx.Len(), scanUnderLock) {
 		defer s.mu.Unlock()
 	}
 	return idx.AppendKeys(make([]string, 0, idx.Len()))
