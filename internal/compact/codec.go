@@ -93,8 +93,12 @@ var ErrWrongType = errors.New("compact: object of a different type than the code
 // from the API server never have either.
 var ErrKind = errors.New("compact: apiVersion and kind would not survive encoding")
 
-// NewCodec returns a Codec for objects of prototype's Go type.
+// NewCodec returns a Codec for objects of prototype's Go type, which must be
+// a pointer to a struct, as every runtime.Object is.
 func NewCodec(prototype runtime.Object, opts Options) (*Codec, error) {
+	if t := reflect.TypeOf(prototype); t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("compact: a codec needs a pointer to a struct as its prototype, not %T", prototype)
+	}
 	s := opts.Scheme
 	if s == nil {
 		s = scheme.Scheme

@@ -216,6 +216,11 @@ func TestWhereRoundTripsAreNotExact(t *testing.T) {
 	}
 }
 
+func TestNewCodecNeedsAPrototype(t *testing.T) {
+	_, err := NewCodec(nil, Options{})
+	assert.ErrorContains(t, err, "prototype")
+}
+
 func TestEncodeRefuses(t *testing.T) {
 	pods, err := NewCodec(&corev1.Pod{}, Options{})
 	require.NoError(t, err)

@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	go run ./internal/cmd/memratio [-n 100000] [-kind pods|configmaps|custom] [-run REGEXP] [-timing=true]
+//	go run ./internal/cmd/memratio [-n 100000] [-kind pods|configmaps|custom] [-run REGEXP] [-timing=true] [-dict 16384]
 package main
 
 import (
