@@ -7,7 +7,7 @@ CASES       ?= .
 APICHECK    := $(GO) run ./internal/cmd/apicheck -skip '^ResetInformerNamesForTesting$$'
 PKGS        := ./...
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus
+.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus memratio
 
 all: test
 
@@ -78,3 +78,8 @@ depcheck:
 ## (a nested module, so the cache module gains no dependency).
 prometheus:
 	cd metrics/prometheus && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
+
+## memratio: heap per cached object and read costs of compact forms against
+## client-go (N objects, default 100000; see docs/MEMORY.md).
+memratio:
+	$(GO) run ./internal/cmd/memratio -n $(or $(N),100000)
