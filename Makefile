@@ -7,7 +7,7 @@ CASES       ?= .
 APICHECK    := $(GO) run ./internal/cmd/apicheck -skip '^ResetInformerNamesForTesting$$'
 PKGS        := ./...
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus memratio
+.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus memratio demo-sharded
 
 all: test
 
@@ -83,3 +83,7 @@ prometheus:
 ## client-go (N objects, default 100000; see docs/MEMORY.md).
 memratio:
 	$(GO) run ./internal/cmd/memratio -n $(or $(N),100000)
+
+## demo-sharded: four sharded informers sharing pods on the fake API server.
+demo-sharded:
+	$(GO) run ./examples/sharded
