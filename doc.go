@@ -77,9 +77,9 @@
 // opt-in bound on each handler's backlog (MaxPendingNotificationsPerHandler)
 // that collapses an overflowing backlog into a catch-up of the current cache
 // state instead of growing without limit. Bad input (nil objects, objects
-// without metadata, failing index functions, nil handlers) gets an error,
-// never a panic or a half-applied change; the README lists every such
-// difference.
+// without metadata, failing index functions, nil handlers, a nil
+// ListerWatcher) gets a clear error where client-go panics or half-applies
+// a change; the README lists every such difference.
 //
 // # Testing
 //
