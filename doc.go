@@ -77,12 +77,13 @@
 // opt-in bound on each handler's backlog (MaxPendingNotificationsPerHandler)
 // that collapses an overflowing backlog into a catch-up to the latest
 // state distributed for each key instead of growing without limit. Bad input
-// (nil objects, objects without metadata, nil handlers) gets an error, never
-// a panic or a half-applied change. One object's failure never costs
-// another: an object whose index function fails is stored and left out of
-// that index only, and one whose key or transform fails is left out of a
-// relist while the rest is stored; each failure is reported through
-// utilruntime.HandleError and counted. The README lists every difference.
+// (nil objects, objects without metadata, nil handlers, a nil ListerWatcher)
+// gets a clear error where client-go panics or half-applies a change. One
+// object's failure never costs another: an object whose index function
+// fails is stored and left out of that index only, and one whose key or
+// transform fails is left out of a relist while the rest is stored; each
+// failure is reported through utilruntime.HandleError and counted. The
+// README lists every difference.
 //
 // # Locks
 //

@@ -131,43 +131,8 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 // arrives after its waiter gave up goes to discard; a panic in call is
 // re-raised on the waiting goroutine.
 func aside[T any](run *reflectorRun, serveResync bool, call func() T, discard func(T)) (T, error) {
-	var (
-		mu        sync.Mutex
-		abandoned bool
-	)
-	done := make(chan T, 1)
-	panicked := make(chan interface{}, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				panicked <- p
-			}
-		}()
-		res := call()
-		mu.Lock()
-		defer mu.Unlock()
-		if abandoned {
-			if discard != nil {
-				discard(res)
-			}
-			return
-		}
-		done <- res
-	}()
-	giveUp := func(err error) (T, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		abandoned = true
-		select {
-		case res := <-done:
-			if discard != nil {
-				discard(res)
-			}
-		default:
-		}
-		var zero T
-		return zero, err
-	}
+	c := &asideCall[T]{done: make(chan asideOutcome[T], 1)}
+	go c.run(call, discard)
 	var resyncC <-chan time.Time
 	for {
 		if serveResync {
@@ -175,17 +140,66 @@ func aside[T any](run *reflectorRun, serveResync bool, call func() T, discard fu
 		}
 		select {
 		case <-run.ctx.Done():
-			return giveUp(errReflectorStopped)
-		case p := <-panicked:
-			panic(p)
-		case res := <-done:
-			return res, nil
+			return c.abandon(discard, errReflectorStopped)
+		case out := <-c.done:
+			if out.panicked {
+				panic(out.panic)
+			}
+			return out.val, nil
 		case <-resyncC:
 			if err := run.resync(); err != nil {
-				return giveUp(err)
+				return c.abandon(discard, err)
 			}
 		}
 	}
+}
+
+// asideCall is one call made by aside; abandoned tells its goroutine that
+// nobody will take the result any more.
+type asideCall[T any] struct {
+	mu        sync.Mutex
+	abandoned bool
+	done      chan asideOutcome[T]
+}
+
+type asideOutcome[T any] struct {
+	val      T
+	panic    interface{}
+	panicked bool
+}
+
+func (c *asideCall[T]) run(call func() T, discard func(T)) {
+	var out asideOutcome[T]
+	defer func() {
+		if p := recover(); p != nil {
+			out = asideOutcome[T]{panic: p, panicked: true}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.abandoned {
+			c.done <- out
+		} else if !out.panicked && discard != nil {
+			discard(out.val)
+		}
+	}()
+	out.val = call()
+}
+
+// abandon gives up waiting; a result already delivered is discarded here,
+// a later one by the call's goroutine.
+func (c *asideCall[T]) abandon(discard func(T), err error) (T, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.abandoned = true
+	select {
+	case out := <-c.done:
+		if !out.panicked && discard != nil {
+			discard(out.val)
+		}
+	default:
+	}
+	var zero T
+	return zero, err
 }
 
 func (run *reflectorRun) replace(act reflectorfsm.Action) reflectorfsm.Input {
@@ -250,16 +264,22 @@ func (run *reflectorRun) watch(act reflectorfsm.Action) reflectorfsm.Input {
 }
 
 // openWatch opens run.w. The server may take long to answer (an
-// overloaded API server, a proxy holding headers), so the request runs
-// aside and resync keeps its period meanwhile, as client-go's does.
-// startErr is the request's failure; err is a stop or a failed resync
-// while waiting.
+// overloaded API server, a proxy holding headers), so with a resync timer
+// the request runs aside and resync keeps its period meanwhile, as
+// client-go's does; without one there is nothing to serve and the request
+// is made in place. startErr is the request's failure; err is a stop or a
+// failed resync while waiting.
 func (run *reflectorRun) openWatch(opts metav1.ListOptions) (startErr, err error) {
 	r := run.r
-	opened, err := aside(run, true, func() openedWatch {
-		w, err := r.listerWatcher.WatchWithContext(run.ctx, opts)
-		return openedWatch{w, err}
-	}, openedWatch.stop)
+	var opened openedWatch
+	if run.resyncTimer == nil {
+		opened.w, opened.err = r.listerWatcher.WatchWithContext(run.ctx, opts)
+	} else {
+		opened, err = aside(run, true, func() openedWatch {
+			w, err := r.listerWatcher.WatchWithContext(run.ctx, opts)
+			return openedWatch{w, err}
+		}, openedWatch.stop)
+	}
 	switch {
 	case err != nil:
 		return nil, err
