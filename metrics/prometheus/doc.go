@@ -18,6 +18,9 @@
 //   - openinformer_handler_backlog_collapses_total: how often the backlog hit its bound.
 //
 // They carry the informer's labels plus handler, so they join with the informer metrics.
+// openinformer_informer_object_errors_total (informer labels) counts the objects an informer
+// could not cache as given because a key, transform or index function failed on them; every
+// other object is still cached.
 // Informers only report metrics for a reserved InformerNameAndResource (set
 // SharedIndexInformerOptions.Identifier); handler metrics are reported for every informer.
 // Each metric family is registered on first use, so a registry shows only what is in use.

@@ -71,6 +71,23 @@ informer_store_resource_version{group="",name="pods-informer",resource="pods",ve
 	assert.Equal(t, 1, n)
 }
 
+func TestObjectErrorsAreCounted(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	var provider cache.InformerMetricsProvider = New(reg)
+	ep, ok := provider.(cache.ObjectErrorMetricsProvider)
+	require.True(t, ok, "the adapter offers the optional object-error counter")
+	c := ep.NewObjectErrorMetric(podsID(t))
+	c.Inc()
+	c.Inc()
+
+	want := `
+# HELP openinformer_informer_object_errors_total Objects the informer could not cache as given: a key, transform or index function failed on them.
+# TYPE openinformer_informer_object_errors_total counter
+openinformer_informer_object_errors_total{group="",name="pods-informer",resource="pods",version="v1"} 2
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "openinformer_informer_object_errors_total"))
+}
+
 func TestReflectorMetricsUseTheHistoricalNames(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := New(reg)

@@ -51,6 +51,16 @@ func (m *Metrics) NewStoreResourceVersionMetric(id cache.InformerNameAndResource
 		informerLabels, informerLabelValues(id)...)
 }
 
+// NewObjectErrorMetric is openinformer_informer_object_errors_total: objects
+// the informer could not cache as given (a key, transform or index function
+// failed on them). Every other object is still cached; see the cache
+// package's ObjectErrorMetricsProvider.
+func (m *Metrics) NewObjectErrorMetric(id cache.InformerNameAndResource) cache.CounterMetric {
+	return m.counter(prometheus.CounterOpts{Namespace: "openinformer", Subsystem: "informer", Name: "object_errors_total",
+		Help: "Objects the informer could not cache as given: a key, transform or index function failed on them."},
+		informerLabels, informerLabelValues(id)...)
+}
+
 // NewListsMetric is reflector_lists_total.
 func (m *Metrics) NewListsMetric(name string) cache.CounterMetric {
 	return m.reflectorCounter("lists_total", "Total number of API lists done by the reflectors.", name)
