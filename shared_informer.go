@@ -44,7 +44,8 @@ type SharedIndexInformerOptions struct {
 	// handler catches up, further notifications only add keys. When the
 	// handler next asks for work it receives, for every remembered key in
 	// sorted key order, the notifications that take it from its last seen
-	// state to the cache's current state:
+	// state to the latest state the informer has distributed for the key
+	// ("current" below):
 	//   - existed before and now: OnUpdate(lastSeen, current);
 	//   - new: OnAdd(current, isInInitialList of the dropped add);
 	//   - gone: OnDelete(DeletedFinalStateUnknown{Key, Obj: lastSeen});
@@ -66,6 +67,13 @@ type SharedIndexInformerOptions struct {
 	// notification may get before a warning naming the handler is logged
 	// (at most once a minute per handler). 0 means 10s; negative disables.
 	SlowHandlerThreshold time.Duration
+	// StripManagedFields drops metadata.managedFields from every object
+	// before it is cached, after the transform set with SetTransform, for
+	// controllers that never read them: about 30% of a typical pod's heap.
+	// Handlers and readers see objects without managedFields; an update
+	// that leaves them unset keeps the server's. See
+	// TransformStripManagedFields.
+	StripManagedFields bool
 }
 
 // NewSharedInformer returns a SharedInformer without indexes.
@@ -105,6 +113,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		mutationDetector:  NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
 		resyncCheckPeriod: options.ResyncPeriod,
 		defaultResync:     options.ResyncPeriod,
+		stripFields:       options.StripManagedFields,
 	}
 	slow := options.SlowHandlerThreshold
 	if slow == 0 {
@@ -140,6 +149,7 @@ type sharedIndexInformer struct {
 	identifier        InformerNameAndResource
 	metricsProvider   InformerMetricsProvider
 	clock             clock.Clock
+	stripFields       bool // set at construction, never changed
 
 	blockDeltas sync.Mutex
 
@@ -241,7 +251,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 		logger:          logger,
 		objectType:      s.objectType,
 		store:           s.indexer,
-		transform:       s.transform,
+		transform:       s.cacheTransform(),
 		identifier:      s.identifier,
 		metricsProvider: s.metricsProvider,
 	})

@@ -51,3 +51,22 @@ func stripObjectManagedFields(obj any) {
 		m.SetManagedFields(nil)
 	}
 }
+
+// cacheTransform is the informer's transform with managedFields stripped
+// after it when the options ask for that.
+func (s *sharedIndexInformer) cacheTransform() TransformFunc {
+	if !s.stripFields {
+		return s.transform
+	}
+	user := s.transform
+	if user == nil {
+		return stripManagedFields
+	}
+	return func(in any) (any, error) {
+		out, err := user(in)
+		if err != nil {
+			return nil, err
+		}
+		return stripManagedFields(out)
+	}
+}

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -154,6 +155,35 @@ func TestStripManagedFieldsInAnInformer(t *testing.T) {
 		assert.Nil(t, p.ManagedFields)
 		assert.NotEmpty(t, p.Status.ContainerStatuses, "everything else is kept")
 	}
+}
+
+// The option strips after the user's transform, which still sees the
+// fields.
+func TestStripManagedFieldsOptionRunsAfterTheTransform(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	pods := fixtures.Pods(2, 20)
+	server := fake.MustNew(fake.Options{Object: &corev1.Pod{}, Objects: fixtures.Objects(pods)})
+	informer := cache.NewSharedIndexInformerWithOptions(server, &corev1.Pod{}, cache.SharedIndexInformerOptions{StripManagedFields: true})
+	var sawFields atomic.Int32
+	require.NoError(t, informer.SetTransform(func(in any) (any, error) {
+		if p, ok := in.(*corev1.Pod); ok && len(p.ManagedFields) > 0 {
+			sawFields.Add(1)
+		}
+		return in, nil
+	}))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); informer.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced))
+
+	list := informer.GetStore().List()
+	require.Len(t, list, len(pods))
+	for _, obj := range list {
+		assert.Nil(t, obj.(*corev1.Pod).ManagedFields)
+	}
+	assert.GreaterOrEqual(t, int(sawFields.Load()), len(pods), "the user's transform ran first")
 }
 
 // Dropping managedFields from an informer's cache, for a controller that
