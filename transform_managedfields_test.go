@@ -142,11 +142,7 @@ func TestStripManagedFieldsInAnInformer(t *testing.T) {
 	informer := cache.NewSharedIndexInformer(server, &corev1.Pod{}, 0, cache.Indexers{})
 	require.NoError(t, informer.SetTransform(cache.TransformStripManagedFields()))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); informer.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced))
+	defer runUntilSynced(t, informer)()
 
 	list := informer.GetStore().List()
 	require.Len(t, list, len(pods))
@@ -155,6 +151,20 @@ func TestStripManagedFieldsInAnInformer(t *testing.T) {
 		assert.Nil(t, p.ManagedFields)
 		assert.NotEmpty(t, p.Status.ContainerStatuses, "everything else is kept")
 	}
+}
+
+// runUntilSynced runs informer until it has synced and returns what stops
+// it and waits for it to return.
+func runUntilSynced(t *testing.T, informer cache.SharedIndexInformer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); informer.RunWithContext(ctx) }()
+	stop = func() { cancel(); <-done }
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		stop()
+		t.Fatal("informer did not sync")
+	}
+	return stop
 }
 
 // The option strips after the user's transform, which still sees the
@@ -172,11 +182,7 @@ func TestStripManagedFieldsOptionRunsAfterTheTransform(t *testing.T) {
 		return in, nil
 	}))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); informer.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced))
+	defer runUntilSynced(t, informer)()
 
 	list := informer.GetStore().List()
 	require.Len(t, list, len(pods))
