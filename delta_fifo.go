@@ -163,40 +163,81 @@ func dedupLastDeletion(ds Deltas) Deltas {
 
 // Replace reports a relist: each listed object gets a Replaced delta (Sync
 // unless EmitDeltaTypeReplaced), then every queued or known key missing from
-// list gets a Deleted tombstone. The resource version is not used. Keys and
-// transformations are computed before anything is queued, so an error
-// leaves the queue unchanged.
+// list gets a Deleted tombstone. The resource version is not used. An object
+// whose key or transform fails is left out as if it were not listed and
+// reported through utilruntime.HandleError; the others are queued all the
+// same.
 func (f *DeltaFIFO) Replace(list []interface{}, _ string) error {
+	f.replace(list, f.transformer)
+	return nil
+}
+
+// replaceTransformed is Replace for a list the queue's transformer has
+// already run on; see pretransformedQueue.
+func (f *DeltaFIFO) replaceTransformed(list []interface{}, _ string) error {
+	f.replace(list, nil)
+	return nil
+}
+
+// leaveOut reports err, the failure of one object of a relist, which is left
+// out as if it were not listed: it must not cost the others.
+func (f *DeltaFIFO) leaveOut(obj interface{}, err error) {
+	reportLeftOut(f.logger, f.keys, obj, err)
+}
+
+func (f *DeltaFIFO) replace(list []interface{}, transform TransformFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	keys := make([]string, len(list))
-	listed := make(map[string]struct{}, len(list))
-	unqueued := 0
-	for i, obj := range list {
-		key, err := f.keys.keyOf(obj)
-		if err != nil {
-			return KeyError{obj, err}
-		}
-		keys[i] = key
-		if _, dup := listed[key]; dup {
+	r := f.listedLocked(list, transform)
+	f.reserveLocked(r.unqueued)
+	left := r.leftOut
+	for i, obj := range r.objs {
+		if len(left) > 0 && left[0] == i {
+			left = left[1:]
 			continue
 		}
-		listed[key] = struct{}{}
+		f.appendLocked(r.keys[i], Delta{Type: f.replaceType, Object: obj})
+	}
+	deletions := f.tombstoneQueuedLocked(r.listed) + f.tombstoneKnownLocked(r.listed)
+	f.sync.firstReplace(len(r.listed) + deletions)
+}
+
+// listedRelist is a relist's list as DeltaFIFO.Replace queues it: the key and
+// object of each position, except the positions in leftOut.
+type listedRelist struct {
+	keys    []string
+	objs    []interface{}
+	leftOut []int
+	listed  map[string]struct{}
+	// unqueued counts the listed keys with nothing queued yet.
+	unqueued int
+}
+
+// listedLocked computes every key and transformation of a relist before
+// anything is queued, leaving out (and reporting) the objects that fail.
+func (f *DeltaFIFO) listedLocked(list []interface{}, transform TransformFunc) listedRelist {
+	r := listedRelist{keys: make([]string, len(list)), objs: list, listed: make(map[string]struct{}, len(list))}
+	if transform != nil {
+		// A new slice: the caller's list is left as it is.
+		r.objs = make([]interface{}, len(list))
+	}
+	for i, obj := range list {
+		key, stored, err := f.keys.listedObject(obj, transform)
+		if err != nil {
+			f.leaveOut(obj, err)
+			r.leftOut = append(r.leftOut, i)
+			continue
+		}
+		r.keys[i], r.objs[i] = key, stored
+		if _, dup := r.listed[key]; dup {
+			continue
+		}
+		r.listed[key] = struct{}{}
 		if _, queued := f.items[key]; !queued {
-			unqueued++
+			r.unqueued++
 		}
 	}
-	objs, err := transformAll(f.transformer, list)
-	if err != nil {
-		return fmt.Errorf("couldn't enqueue object: %w", err)
-	}
-	f.reserveLocked(unqueued)
-	for i, obj := range objs {
-		f.appendLocked(keys[i], Delta{Type: f.replaceType, Object: obj})
-	}
-	deletions := f.tombstoneQueuedLocked(listed) + f.tombstoneKnownLocked(listed)
-	f.sync.firstReplace(len(listed) + deletions)
-	return nil
+	return r
 }
 
 // reserveLocked makes room for n new keys at once, so a relist allocates

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"reflect"
 	"strings"
 
@@ -50,11 +51,11 @@ func MetaNamespaceKeyFunc(obj interface{}) (string, error) {
 	if key, ok := obj.(ExplicitKey); ok {
 		return string(key), nil
 	}
-	m, err := accessor(obj)
+	p, err := metaKeyParts(obj)
 	if err != nil {
 		return "", err
 	}
-	return joinKey(m.GetNamespace(), m.GetName()), nil
+	return p.key(), nil
 }
 
 // isMetaNamespaceKeyFunc recognises the key functions that key an object
@@ -96,6 +97,90 @@ func SplitMetaNamespaceKey(key string) (namespace, name string, err error) {
 		return "", "", fmt.Errorf("unexpected key format: %q", key)
 	}
 	return key[:i], key[i+1:], nil
+}
+
+// keyParts is a key held as the two strings it joins, so that code which only
+// compares or hashes keys need not build them: the key is "namespace/name",
+// or name alone when namespace is empty. Any key, whatever made it, is also
+// the keyParts with an empty namespace (see partsOfKey); two keyParts stand
+// for the same key exactly when their keys are equal, not their fields.
+type keyParts struct {
+	namespace string
+	name      string
+}
+
+// partsOfKey holds an already built key.
+func partsOfKey(key string) keyParts { return keyParts{name: key} }
+
+// metaKeyParts returns the parts of the key MetaNamespaceKeyFunc gives obj,
+// with its errors, without joining them; the strings are the object's own.
+func metaKeyParts(obj interface{}) (keyParts, error) {
+	if key, ok := obj.(ExplicitKey); ok {
+		return partsOfKey(string(key)), nil
+	}
+	m, err := accessor(obj)
+	if err != nil {
+		return keyParts{}, err
+	}
+	return keyParts{namespace: m.GetNamespace(), name: m.GetName()}, nil
+}
+
+// key joins the parts; it allocates only when namespace is not empty.
+func (p keyParts) key() string { return joinKey(p.namespace, p.name) }
+
+// hash is maphash.String(seed, p.key()), computed without building the key.
+func (p keyParts) hash(seed maphash.Seed) uint64 {
+	if p.namespace == "" {
+		return maphash.String(seed, p.name)
+	}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteString(p.namespace)
+	h.WriteByte('/')
+	h.WriteString(p.name)
+	return h.Sum64()
+}
+
+// compare orders p and q as strings.Compare orders their keys, without
+// building them.
+func (p keyParts) compare(q keyParts) int {
+	a, an := p.segments()
+	b, bn := q.segments()
+	return compareJoined(a[:an], b[:bn])
+}
+
+// segments returns the strings the key concatenates and how many there are.
+func (p keyParts) segments() ([3]string, int) {
+	if p.namespace == "" {
+		return [3]string{p.name}, 1
+	}
+	return [3]string{p.namespace, "/", p.name}, 3
+}
+
+// compareJoined compares the concatenations of a and b.
+func compareJoined(a, b []string) int {
+	ai, ao, bi, bo := 0, 0, 0, 0
+	for {
+		for ai < len(a) && ao == len(a[ai]) {
+			ai, ao = ai+1, 0
+		}
+		for bi < len(b) && bo == len(b[bi]) {
+			bi, bo = bi+1, 0
+		}
+		switch {
+		case ai == len(a) && bi == len(b):
+			return 0
+		case ai == len(a):
+			return -1
+		case bi == len(b):
+			return 1
+		}
+		n := min(len(a[ai])-ao, len(b[bi])-bo)
+		if c := strings.Compare(a[ai][ao:ao+n], b[bi][bo:bo+n]); c != 0 {
+			return c
+		}
+		ao, bo = ao+n, bo+n
+	}
 }
 
 // NewObjectName returns the ObjectName of namespace and name.

@@ -547,9 +547,9 @@ func TestR9_BatchKeySetEndsBatchesOnlyEarly(t *testing.T) {
 	assert.True(t, s.add(5), "forgotten by reset")
 
 	seed := maphash.MakeSeed()
-	pod := queueIdent{namespace: "ns", name: "a", slash: true}
-	assert.Equal(t, identHash(seed, pod), identHash(seed, identOfKey("ns/a")), "a tombstone's key hashes as its object")
-	assert.NotEqual(t, identHash(seed, identOfKey("/a")), identHash(seed, identOfKey("a")), "the slash is part of the key")
+	pod := keyParts{namespace: "ns", name: "a"}
+	assert.Equal(t, pod.hash(seed), partsOfKey("ns/a").hash(seed), "a tombstone's key hashes as its object")
+	assert.NotEqual(t, partsOfKey("/a").hash(seed), partsOfKey("a").hash(seed), "the slash is part of the key")
 }
 
 func TestR10_UnlockWhileProcessingReleasesLock(t *testing.T) {

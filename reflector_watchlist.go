@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +25,7 @@ func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 		return reflectorfsm.WatchListDone{Err: err}
 	}
 	run.w = w
-	buf := newWatchListBuffer(run.transformer())
+	buf := newStreamBuffer(run.r.store)
 	synced, err := run.consume(start, buf, true)
 	switch {
 	case err == errReflectorStopped:
@@ -47,13 +46,29 @@ func (run *reflectorRun) logWatchListRetry(err error) {
 	}
 }
 
-// transformer is the store's own transform, which the streamed objects get
-// as they arrive, as they would in a store.
-func (run *reflectorRun) transformer() TransformFunc {
-	if ts, ok := run.r.store.(TransformingStore); ok {
-		return ts.Transformer()
+// pretransformedQueue is a queue of this package that a watch-list stream
+// can hand objects its transformer has already run on, so that each object
+// is transformed once: as it arrives, to keep the collected state small.
+type pretransformedQueue interface {
+	TransformingStore
+	// replaceTransformed is Replace without running the transformer.
+	replaceTransformed(list []interface{}, resourceVersion string) error
+	// leaveOut reports an object whose transform failed; it is left out.
+	leaveOut(obj interface{}, err error)
+}
+
+// newStreamBuffer returns the buffer for a stream into store. The objects
+// get the store's own transform as they arrive, as they would in a store.
+func newStreamBuffer(store ReflectorStore) *watchListBuffer {
+	switch s := store.(type) {
+	case pretransformedQueue:
+		b := newWatchListBuffer(s.Transformer())
+		b.queue = s
+		return b
+	case TransformingStore:
+		return newWatchListBuffer(s.Transformer())
 	}
-	return nil
+	return newWatchListBuffer(nil)
 }
 
 // replaceStreamed hands the collected initial state to the store in one
@@ -68,7 +83,7 @@ func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Replaced {
 		consistencydetector.CheckDataConsistency(run.ctx, r.name, rv, r.listerWatcher.ListWithContext, consistencydetector.TransformFunc(buf.transform), metav1.ListOptions{},
 			func() []interface{} { return items })
 	}
-	if err := r.store.Replace(items, rv); err != nil {
+	if err := buf.replaceInto(r.store, items, rv); err != nil {
 		run.stopWatch()
 		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to sync watch-list result: %w", err)}
 	}
@@ -85,11 +100,15 @@ func (run *reflectorRun) replaceStreamed(rv string) reflectorfsm.Replaced {
 // and the buffer continues through it.
 type watchListBuffer struct {
 	transform TransformFunc
-	items     []interface{}
+	// queue is set when the store is one of this package's queues: it then
+	// reports the objects whose transform fails, and takes the collected
+	// objects without transforming them again.
+	queue pretransformedQueue
+	items []interface{}
 	// keys holds the key of each item while there is a transformer, whose
 	// output might no longer yield the key of its input.
 	keys    []string
-	last    ObjectName
+	last    keyParts
 	hasLast bool
 	slot    map[string]int
 	rv      string
@@ -104,16 +123,18 @@ func (b *watchListBuffer) add(obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	stored := b.transformed(obj)
-	if b.slot != nil || (b.hasLast && compareObjectKeys(b.last, name) >= 0) {
-		b.put(joinKey(name.Namespace, name.Name), stored)
-		return nil
+	stored, ok := b.transformed(obj)
+	switch {
+	case !ok:
+	case b.slot != nil || (b.hasLast && b.last.compare(name) >= 0):
+		b.put(name.key(), stored)
+	default:
+		b.items = append(b.items, stored)
+		if b.transform != nil {
+			b.keys = append(b.keys, name.key())
+		}
+		b.last, b.hasLast = name, true
 	}
-	b.items = append(b.items, stored)
-	if b.transform != nil {
-		b.keys = append(b.keys, joinKey(name.Namespace, name.Name))
-	}
-	b.last, b.hasLast = name, true
 	return nil
 }
 
@@ -122,8 +143,9 @@ func (b *watchListBuffer) update(obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	stored := b.transformed(obj)
-	b.put(joinKey(name.Namespace, name.Name), stored)
+	if stored, ok := b.transformed(obj); ok {
+		b.put(name.key(), stored)
+	}
 	return nil
 }
 
@@ -132,7 +154,7 @@ func (b *watchListBuffer) delete(obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	key := joinKey(name.Namespace, name.Name)
+	key := name.key()
 	b.index()
 	if i, ok := b.slot[key]; ok {
 		b.items[i] = nil
@@ -141,55 +163,14 @@ func (b *watchListBuffer) delete(obj runtime.Object) error {
 	return nil
 }
 
-// watchListObjectName is the object's store key, as an ObjectName that
-// refers to the object's own strings instead of allocating a key.
-func watchListObjectName(obj runtime.Object) (ObjectName, error) {
-	m, err := accessor(obj)
+// watchListObjectName is the parts of the object's store key, which refer
+// to the object's own strings instead of allocating a key.
+func watchListObjectName(obj runtime.Object) (keyParts, error) {
+	p, err := metaKeyParts(obj)
 	if err != nil {
-		return ObjectName{}, KeyError{obj, err}
+		return keyParts{}, KeyError{obj, err}
 	}
-	return ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()}, nil
-}
-
-// compareObjectKeys orders two names as their keys ("namespace/name", or
-// "name" without a namespace) would sort, without building the keys.
-func compareObjectKeys(a, b ObjectName) int {
-	ap, an := keyParts(a)
-	bp, bn := keyParts(b)
-	return compareJoined(ap[:an], bp[:bn])
-}
-
-func keyParts(n ObjectName) ([3]string, int) {
-	if n.Namespace == "" {
-		return [3]string{n.Name}, 1
-	}
-	return [3]string{n.Namespace, "/", n.Name}, 3
-}
-
-// compareJoined compares the concatenations of a and b.
-func compareJoined(a, b []string) int {
-	ai, ao, bi, bo := 0, 0, 0, 0
-	for {
-		for ai < len(a) && ao == len(a[ai]) {
-			ai, ao = ai+1, 0
-		}
-		for bi < len(b) && bo == len(b[bi]) {
-			bi, bo = bi+1, 0
-		}
-		switch {
-		case ai == len(a) && bi == len(b):
-			return 0
-		case ai == len(a):
-			return -1
-		case bi == len(b):
-			return 1
-		}
-		n := min(len(a[ai])-ao, len(b[bi])-bo)
-		if c := strings.Compare(a[ai][ao:ao+n], b[bi][bo:bo+n]); c != 0 {
-			return c
-		}
-		ao, bo = ao+n, bo+n
-	}
+	return p, nil
 }
 
 // bookmark ignores bookmarks: a buffer is not a bookmark store.
@@ -203,16 +184,32 @@ func (b *watchListBuffer) observe(rv string, pastInitialAdds bool) {
 	}
 }
 
-// transformed keeps obj as it is when its transform fails: the store's
-// Replace transforms every object again, and reports and counts this one.
-func (b *watchListBuffer) transformed(obj runtime.Object) interface{} {
+// transformed returns obj as the buffer keeps it, or false when it is left
+// out. An object whose transform fails is left out and reported by a queue
+// of this package, like a failed object of a LIST; another store gets it
+// untransformed, as its Replace transforms every object again and decides.
+func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, bool) {
 	if b.transform == nil {
-		return obj
+		return obj, true
 	}
-	if out, err := b.transform(obj); err == nil {
-		return out
+	out, err := b.transform(obj)
+	switch {
+	case err == nil:
+		return out, true
+	case b.queue != nil:
+		b.queue.leaveOut(obj, err)
+		return nil, false
 	}
-	return obj
+	return obj, true
+}
+
+// replaceInto hands the collected objects to store in one Replace; a queue
+// of this package takes them as already transformed.
+func (b *watchListBuffer) replaceInto(store ReflectorStore, items []interface{}, rv string) error {
+	if b.queue != nil {
+		return b.queue.replaceTransformed(items, rv)
+	}
+	return store.Replace(items, rv)
 }
 
 func (b *watchListBuffer) put(key string, obj interface{}) {
@@ -237,8 +234,8 @@ func (b *watchListBuffer) index() {
 			b.slot[b.keys[i]] = i
 			continue
 		}
-		if m, err := accessor(obj); err == nil {
-			b.slot[joinKey(m.GetNamespace(), m.GetName())] = i
+		if p, err := metaKeyParts(obj); err == nil {
+			b.slot[p.key()] = i
 		}
 	}
 	b.keys = nil
@@ -259,7 +256,7 @@ func (b *watchListBuffer) finish() []interface{} {
 		items = kept
 	}
 	b.items, b.keys, b.slot = nil, nil, nil
-	b.last, b.hasLast = ObjectName{}, false
+	b.last, b.hasLast = keyParts{}, false
 	return items
 }
 

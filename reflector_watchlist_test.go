@@ -36,7 +36,7 @@ func TestCompareObjectKeysMatchesKeyOrder(t *testing.T) {
 			case kx > ky:
 				want = 1
 			}
-			assert.Equal(t, want, compareObjectKeys(x, y), "%q vs %q", kx, ky)
+			assert.Equal(t, want, keyParts{x.Namespace, x.Name}.compare(keyParts{y.Namespace, y.Name}), "%q vs %q", kx, ky)
 		}
 	}
 }

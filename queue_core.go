@@ -1,0 +1,104 @@
+package cache
+
+import (
+	"errors"
+	"sync"
+)
+
+// errNilProcessFunc is returned by Pop and PopBatch when given no function to
+// run, where client-go would panic on the nil call after losing the item.
+var errNilProcessFunc = errors.New("queue: nil process function")
+
+// queueSync tracks the initial population of a queue, shared by every FIFO:
+// a queue is populated by its first Add/Update/Delete or its first Replace,
+// which also records how many items form the initial list. The queue has
+// synced once it is populated and that many items have been consumed; done
+// is closed exactly once at that moment and never reopened.
+type queueSync struct {
+	done      chan struct{}
+	synced    bool
+	populated bool
+	initial   int
+}
+
+func newQueueSync() queueSync {
+	return queueSync{done: make(chan struct{})}
+}
+
+// queueCore is the lock, the wake-up signal and the sync bookkeeping that
+// every FIFO of this package shares, with the methods that only touch them.
+type queueCore struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	closed bool
+	sync   queueSync
+}
+
+// initCore must run before the queue is used.
+func (q *queueCore) initCore() {
+	q.cond.L = &q.mu
+	q.sync = newQueueSync()
+}
+
+// Close wakes every waiting Pop. Queued items can still be popped; only
+// when the queue is also empty does Pop return ErrFIFOClosed. Writes are
+// still accepted.
+func (q *queueCore) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.cond.Broadcast()
+}
+
+// IsClosed reports whether Close was called.
+func (q *queueCore) IsClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// HasSynced reports whether the queue has delivered its initial population:
+// true after a first Add/Update/Delete, or once everything queued by the
+// first Replace has been processed. It never turns false again.
+func (q *queueCore) HasSynced() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.sync.synced
+}
+
+// Done returns a channel that is closed once HasSynced is true.
+func (q *queueCore) Done() <-chan struct{} { return q.sync.done }
+
+// markPopulated records a direct write. Without a prior Replace there is no
+// initial list, so the queue counts as synced at once.
+func (s *queueSync) markPopulated() {
+	s.populated = true
+	s.check()
+}
+
+// firstReplace records the size of the initial list; only the first
+// population counts.
+func (s *queueSync) firstReplace(count int) {
+	if s.populated {
+		return
+	}
+	s.populated = true
+	s.initial = count
+	s.check()
+}
+
+// consumed records that n items of the queue have been fully processed.
+func (s *queueSync) consumed(n int) {
+	if s.initial <= 0 {
+		return
+	}
+	s.initial -= n
+	s.check()
+}
+
+func (s *queueSync) check() {
+	if s.populated && s.initial <= 0 && !s.synced {
+		s.synced = true
+		close(s.done)
+	}
+}
