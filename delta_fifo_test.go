@@ -130,15 +130,19 @@ func TestD5_TransformerOnEveryIncomingObjectExceptTombstonesAndSync(t *testing.T
 	assert.Equal(t, []string{"a", "a", "a", "r"}, seen)
 	assert.NotNil(t, f.Transformer())
 
+	reported := captureReportedErrors(t)
 	boom := errors.New("boom")
-	g := NewDeltaFIFOWithOptions(DeltaFIFOOptions{Transformer: func(interface{}) (interface{}, error) { return nil, boom }})
-	err := g.Replace([]interface{}{newTestPod("ns", "a", "1")}, "")
-	require.ErrorIs(t, err, boom)
-	assert.Equal(t, "couldn't enqueue object: boom", err.Error())
+	g := NewDeltaFIFOWithOptions(DeltaFIFOOptions{Transformer: func(o interface{}) (interface{}, error) {
+		if o.(interface{ GetName() string }).GetName() == "bad" {
+			return nil, boom
+		}
+		return o, nil
+	}})
+	require.NoError(t, g.Replace([]interface{}{newTestPod("ns", "bad", "1")}, ""))
 	assert.Equal(t, 0, dfifoLen(g))
-	assert.False(t, g.HasSynced(), "a failed Replace does not populate")
-	assert.Same(t, boom, g.Add(newTestPod("ns", "a", "1")))
-	assert.True(t, g.HasSynced(), "a failed Add still populates, as in client-go")
+	assert.Equal(t, []string{"Object from a relist left out: couldn't enqueue object: boom [key ns/bad]"}, reported.take())
+	assert.True(t, g.HasSynced(), "a Replace that left out its only object has nothing to deliver")
+	assert.Same(t, boom, g.Add(newTestPod("ns", "bad", "1")))
 }
 
 func TestD6_DeleteOfUnknownObjectIsIgnored(t *testing.T) {
@@ -217,11 +221,16 @@ func TestD7_FirstReplaceCountsListedKeysAndDeletions(t *testing.T) {
 	assert.True(t, empty.HasSynced(), "an empty first Replace syncs at once")
 }
 
-func TestD7_ReplaceKeyErrorQueuesNothing(t *testing.T) {
-	f := NewDeltaFIFOWithOptions(DeltaFIFOOptions{})
-	var ke KeyError
-	require.ErrorAs(t, f.Replace([]interface{}{newTestPod("ns", "a", "1"), "bad"}, ""), &ke)
-	assert.Equal(t, 0, dfifoLen(f))
+func TestD7_ReplaceLeavesOutKeyErrors(t *testing.T) {
+	reported := captureReportedErrors(t)
+	known := newRFIFOKnown(newTestPod("ns", "gone", "1"))
+	f := NewDeltaFIFOWithOptions(DeltaFIFOOptions{KnownObjects: known, EmitDeltaTypeReplaced: true})
+	require.NoError(t, f.Replace([]interface{}{newTestPod("ns", "a", "1"), "bad", newTestPod("ns", "b", "1")}, ""))
+	assert.Equal(t, []string{"ns/a: Replaced", "ns/b: Replaced", "ns/gone: Deleted(tombstone)"}, dfifoDrain(t, f), "every other object is replaced")
+	if msgs := reported.take(); assert.Len(t, msgs, 1) {
+		assert.Contains(t, msgs[0], "Object from a relist left out: couldn't create key for object bad")
+	}
+	assert.True(t, f.HasSynced(), "the initial list counts the queued keys only")
 }
 
 func TestD8_ResyncSkipsKeysWithQueuedDeltas(t *testing.T) {

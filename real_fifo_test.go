@@ -218,13 +218,15 @@ func TestR4_NonAtomicReplaceTombstoneContents(t *testing.T) {
 	assert.Equal(t, DeletedFinalStateUnknown{Key: "ns/broken"}, objs[4])
 }
 
-func TestR4_NonAtomicReplaceFailuresQueueNothing(t *testing.T) {
+func TestR4_NonAtomicReplaceLeavesOutFailures(t *testing.T) {
+	reported := captureReportedErrors(t)
 	f := NewRealFIFOWithOptions(RealFIFOOptions{KnownObjects: newRFIFOKnown(newTestPod("ns", "gone", "1"))})
-	err := f.Replace([]interface{}{newTestPod("ns", "a", "1"), 42}, "1")
-	var ke KeyError
-	require.ErrorAs(t, err, &ke)
-	assert.Equal(t, 0, rfifoLen(f))
-	assert.False(t, f.HasSynced())
+	require.NoError(t, f.Replace([]interface{}{newTestPod("ns", "a", "1"), 42}, "1"))
+	assert.Equal(t, []string{"Deleted tombstone(ns/gone)", "Replaced ns/a"}, rfifoDrain(t, f), "only the keyless object is left out")
+	assert.True(t, f.HasSynced())
+	if msgs := reported.take(); assert.Len(t, msgs, 1) {
+		assert.Contains(t, msgs[0], "Object from a relist left out: couldn't create key for object 42")
+	}
 
 	boom := errors.New("boom")
 	g := NewRealFIFOWithOptions(RealFIFOOptions{
@@ -236,10 +238,9 @@ func TestR4_NonAtomicReplaceFailuresQueueNothing(t *testing.T) {
 			return obj, nil
 		},
 	})
-	err = g.Replace([]interface{}{newTestPod("ns", "a", "1"), newTestPod("ns", "bad", "1")}, "1")
-	require.ErrorIs(t, err, boom)
-	assert.Equal(t, "couldn't enqueue object: boom", err.Error())
-	assert.Equal(t, 0, rfifoLen(g), "a failed Replace must not half-apply")
+	require.NoError(t, g.Replace([]interface{}{newTestPod("ns", "a", "1"), newTestPod("ns", "bad", "1")}, "1"))
+	assert.Equal(t, []string{"Deleted tombstone(ns/gone)", "Replaced ns/a"}, rfifoDrain(t, g), "the object whose transform fails is left out")
+	assert.Equal(t, []string{"Object from a relist left out: couldn't enqueue object: boom [key ns/bad]"}, reported.take())
 }
 
 func TestR4_NonAtomicFirstReplaceCountsWholeQueue(t *testing.T) {
@@ -740,13 +741,6 @@ func TestG2_InformerQueuePerGateSetting(t *testing.T) {
 		assert.False(t, f.emitBookmarks)
 		assert.False(t, f.unlockWhileProcessing)
 		assert.Same(t, store, f.knownObjects)
-	})
-	t.Run("InOrderInformers off", func(t *testing.T) {
-		clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.InOrderInformers, false)
-		f := build().(*DeltaFIFO)
-		assert.Equal(t, Replaced, f.replaceType)
-		assert.Same(t, store, f.knownObjects)
-		assert.Equal(t, "DeltaFIFO *v1.Pod", f.Name())
 	})
 	assert.IsType(t, &RealFIFO{}, build(), "gates restored after the subtests")
 }
