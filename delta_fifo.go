@@ -185,6 +185,10 @@ func (f *DeltaFIFO) leaveOut(obj interface{}, err error) {
 	reportLeftOut(f.logger, f.keys, obj, err)
 }
 
+// leaveOutStreamed is leaveOut for an object of a watch-list stream; it
+// touches nothing the lock guards.
+func (f *DeltaFIFO) leaveOutStreamed(obj interface{}, err error) { f.leaveOut(obj, err) }
+
 func (f *DeltaFIFO) replace(list []interface{}, transform TransformFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -276,6 +276,15 @@ func (f *RealFIFO) leaveOut(obj interface{}, err error) {
 	reportLeftOut(f.logger, f.keys, obj, err)
 }
 
+// leaveOutStreamed is leaveOut for an object of a watch-list stream, which
+// the Reflector collects outside the lock; the lock keeps the metric's
+// counts in one goroutine at a time, as for every other count.
+func (f *RealFIFO) leaveOutStreamed(obj interface{}, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leaveOut(obj, err)
+}
+
 // reportLeftOut reports an object a queue's Replace leaves out, naming its
 // key when it has one.
 func reportLeftOut(logger klog.Logger, keys queueKeyer, obj interface{}, err error) {

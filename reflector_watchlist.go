@@ -53,8 +53,9 @@ type pretransformedQueue interface {
 	TransformingStore
 	// replaceTransformed is Replace without running the transformer.
 	replaceTransformed(list []interface{}, resourceVersion string) error
-	// leaveOut reports an object whose transform failed; it is left out.
-	leaveOut(obj interface{}, err error)
+	// leaveOutStreamed reports an object whose transform failed; it is
+	// left out.
+	leaveOutStreamed(obj interface{}, err error)
 }
 
 // newStreamBuffer returns the buffer for a stream into store. The objects
@@ -197,7 +198,7 @@ func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, bool) {
 	case err == nil:
 		return out, true
 	case b.queue != nil:
-		b.queue.leaveOut(obj, err)
+		b.queue.leaveOutStreamed(obj, err)
 		return nil, false
 	}
 	return obj, true
