@@ -39,12 +39,12 @@ func checkSame(t testing.TB, m Map[int], want map[string]int) {
 			t.Fatalf("Get(%q) = %d, %v; want %d", k, got, ok, v)
 		}
 	}
-	keys := m.AppendKeys(nil)
-	vals := m.AppendValues(nil)
+	keys := m.AppendKeys(make([]string, 0, len(want)))
+	vals := m.AppendValues(make([]int, 0, len(want)))
 	if len(keys) != len(want) || len(vals) != len(want) {
 		t.Fatalf("AppendKeys/AppendValues lengths %d/%d, want %d", len(keys), len(vals), len(want))
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(want))
 	i := 0
 	m.Range(func(k string, v int) bool {
 		if seen[k] || want[k] != v || keys[i] != k || vals[i] != v {
@@ -298,12 +298,8 @@ func TestLargeRandomWorkloadKeepsInvariants(t *testing.T) {
 					want[k] = i
 				}
 				if r.Intn(500) == 0 {
-					cp := make(map[string]int, len(want))
-					for k, v := range want {
-						cp[k] = v
-					}
 					snaps = append(snaps, m)
-					snapWants = append(snapWants, cp)
+					snapWants = append(snapWants, maps.Clone(want))
 					e = NewEpoch()
 				}
 			}
