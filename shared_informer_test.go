@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -102,13 +103,17 @@ func TestI3_HasSyncedLatchesAndNamesItself(t *testing.T) {
 	stop()
 	assert.True(t, inf.HasSynced(), "latched after stop")
 
-	s, lw2 := informerTestServer("a")
-	s.block()
-	never := NewSharedIndexInformer(lw2, &v1.Pod{}, 0, nil)
-	stop = informerTestRun(never)
-	time.Sleep(20 * time.Millisecond)
-	stop()
-	assert.False(t, never.HasSynced(), "never synced when stopped before syncing")
+	// In a bubble, synctest.Wait returns once the informer has failed its
+	// first list and waits in its backoff: stopped there, it never syncs.
+	synctest.Test(t, func(t *testing.T) {
+		s, lw2 := informerTestServer("a")
+		s.block()
+		never := NewSharedIndexInformer(lw2, &v1.Pod{}, 0, nil)
+		stop := informerTestRun(never)
+		synctest.Wait()
+		stop()
+		assert.False(t, never.HasSynced(), "never synced when stopped before syncing")
+	})
 	goleak.VerifyNone(t)
 }
 
