@@ -393,29 +393,34 @@ func TestI18_PeriodicResyncReachesOnlyDueHandlers(t *testing.T) {
 }
 
 func TestI16_UnchangedObjectsOfARelistOnlyReachSyncingHandlers(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	s, lw := informerTestServer("a", "b")
-	inf := informerTestFakeClockInformer(lw, 10*time.Second, clk)
-	due, quiet := newDiffRecorder(), newDiffRecorder()
-	inf.AddEventHandlerWithResyncPeriod(due, 10*time.Second)
-	inf.AddEventHandlerWithResyncPeriod(quiet, 0)
-	stop := informerTestRun(inf)
-	informerTestWait(t, "sync", inf.HasSyncedChecker())
-	s.apply(watch.Modified, "a")
-	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
-	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
-	clk.Step(10 * time.Second) // marks due as syncing, quiet as not
-	diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/b") == 1 })
-	s.missWhile(func() { s.apply(watch.Modified, "a") })
-	// The relist waits for the reflector's backoff on the fake clock.
-	diffEventually(t, "relist", func() bool {
-		clk.Step(2 * time.Second)
-		return quiet.seen("ns/a", 5)
+	// In a bubble: the Reflector pauses between ListAndWatch attempts on the
+	// real clock (as client-go does, whatever clock it was given), which the
+	// bubble makes fake, so the relist takes no real time.
+	synctest.Test(t, func(t *testing.T) {
+		clk := testingclock.NewFakeClock(time.Now())
+		s, lw := informerTestServer("a", "b")
+		inf := informerTestFakeClockInformer(lw, 10*time.Second, clk)
+		due, quiet := newDiffRecorder(), newDiffRecorder()
+		inf.AddEventHandlerWithResyncPeriod(due, 10*time.Second)
+		inf.AddEventHandlerWithResyncPeriod(quiet, 0)
+		stop := informerTestRun(inf)
+		informerTestWait(t, "sync", inf.HasSyncedChecker())
+		s.apply(watch.Modified, "a")
+		diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
+		diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
+		clk.Step(10 * time.Second) // marks due as syncing, quiet as not
+		diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/b") == 1 })
+		s.missWhile(func() { s.apply(watch.Modified, "a") })
+		// The relist waits for the reflector's backoff on the fake clock.
+		diffEventually(t, "relist", func() bool {
+			clk.Step(2 * time.Second)
+			return quiet.seen("ns/a", 5)
+		})
+		diffEventually(t, "due saw the relist", func() bool { return due.seen("ns/a", 5) })
+		assert.Equal(t, []string{"add 3 initial=true"}, quiet.sequences(false)["ns/b"], "unchanged b skipped for a handler not syncing")
+		assert.GreaterOrEqual(t, due.countSyncs("ns/b"), 2, "syncing handler got unchanged b from the relist")
+		stop()
 	})
-	diffEventually(t, "due saw the relist", func() bool { return due.seen("ns/a", 5) })
-	assert.Equal(t, []string{"add 3 initial=true"}, quiet.sequences(false)["ns/b"], "unchanged b skipped for a handler not syncing")
-	assert.GreaterOrEqual(t, due.countSyncs("ns/b"), 2, "syncing handler got unchanged b from the relist")
-	stop()
 	goleak.VerifyNone(t)
 }
 
