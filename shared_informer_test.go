@@ -369,15 +369,22 @@ func informerTestFakeClockInformer(lw ListerWatcher, period time.Duration, clk *
 	return newSharedIndexInformer(lw, &v1.Pod{}, SharedIndexInformerOptions{ResyncPeriod: period}, clk)
 }
 
-func TestI18_PeriodicResyncReachesOnlyDueHandlers(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
+// informerTestDueAndQuiet runs a synced informer on clk over pods a and b
+// with two handlers: due resyncs every 10 s, quiet never does.
+func informerTestDueAndQuiet(t *testing.T) (clk *testingclock.FakeClock, s *diffServer, due, quiet *diffRecorder, stop func()) {
+	clk = testingclock.NewFakeClock(time.Now())
 	s, lw := informerTestServer("a", "b")
 	inf := informerTestFakeClockInformer(lw, 10*time.Second, clk)
-	due, quiet := newDiffRecorder(), newDiffRecorder()
+	due, quiet = newDiffRecorder(), newDiffRecorder()
 	inf.AddEventHandlerWithResyncPeriod(due, 10*time.Second)
 	inf.AddEventHandlerWithResyncPeriod(quiet, 0)
-	stop := informerTestRun(inf)
+	stop = informerTestRun(inf)
 	informerTestWait(t, "sync", inf.HasSyncedChecker())
+	return clk, s, due, quiet, stop
+}
+
+func TestI18_PeriodicResyncReachesOnlyDueHandlers(t *testing.T) {
+	clk, s, due, quiet, stop := informerTestDueAndQuiet(t)
 	s.apply(watch.Modified, "a") // the watch is open once this arrives
 	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
 	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
@@ -397,14 +404,7 @@ func TestI16_UnchangedObjectsOfARelistOnlyReachSyncingHandlers(t *testing.T) {
 	// real clock (as client-go does, whatever clock it was given), which the
 	// bubble makes fake, so the relist takes no real time.
 	synctest.Test(t, func(t *testing.T) {
-		clk := testingclock.NewFakeClock(time.Now())
-		s, lw := informerTestServer("a", "b")
-		inf := informerTestFakeClockInformer(lw, 10*time.Second, clk)
-		due, quiet := newDiffRecorder(), newDiffRecorder()
-		inf.AddEventHandlerWithResyncPeriod(due, 10*time.Second)
-		inf.AddEventHandlerWithResyncPeriod(quiet, 0)
-		stop := informerTestRun(inf)
-		informerTestWait(t, "sync", inf.HasSyncedChecker())
+		clk, s, due, quiet, stop := informerTestDueAndQuiet(t)
 		s.apply(watch.Modified, "a")
 		diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
 		diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
