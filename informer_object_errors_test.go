@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -104,14 +105,19 @@ var objErrModes = []objErrMode{
 }
 
 // objErrEachMode runs f in a subtest per mode, with utilruntime's error
-// handlers captured.
+// handlers captured, inside a synctest bubble: the Reflector's backoff
+// before a relist runs on the bubble's fake clock, so a relist takes no
+// real time. Leaks are checked once the bubble has ended, since goleak
+// inside it would count the bubble's own goroutines.
 func objErrEachMode(t *testing.T, f func(t *testing.T, mode objErrMode, reported *reportedErrors)) {
 	for _, mode := range objErrModes {
 		t.Run(mode.name, func(t *testing.T) {
 			if mode.gateOff != "" {
 				clientfeaturestesting.SetFeatureDuringTest(t, mode.gateOff, false)
 			}
-			f(t, mode, captureReportedErrors(t))
+			reported := captureReportedErrors(t)
+			synctest.Test(t, func(t *testing.T) { f(t, mode, reported) })
+			goleak.VerifyNone(t)
 		})
 	}
 }
@@ -139,7 +145,6 @@ func TestObjectErrorIndexFuncFailureCostsOnlyThatIndexEntry(t *testing.T) {
 		provider := &objectErrorProvider{}
 		inf, events := objErrInformer(t, srv, provider)
 		stop := informerTestRun(inf)
-		defer goleak.VerifyNone(t)
 		defer stop()
 		informerTestWait(t, "sync", inf.HasSyncedChecker())
 		idx := inf.GetIndexer()
@@ -195,7 +200,6 @@ func TestObjectErrorTransformFailureCostsOnlyThatObject(t *testing.T) {
 			return obj, nil
 		}))
 		stop := informerTestRun(inf)
-		defer goleak.VerifyNone(t)
 		defer stop()
 		informerTestWait(t, "sync", inf.HasSyncedChecker())
 		events.waitFor(t, "add ns/y")
@@ -244,7 +248,6 @@ func TestObjectErrorKeyFailureCostsOnlyThatObject(t *testing.T) {
 		}
 		inf, events := objErrInformer(t, objErrListWatch(), &objectErrorProvider{})
 		stop := informerTestRun(inf)
-		defer goleak.VerifyNone(t)
 		defer stop()
 		informerTestWait(t, "sync", inf.HasSyncedChecker())
 		events.waitFor(t, "add ns/y")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -102,13 +103,17 @@ func TestI3_HasSyncedLatchesAndNamesItself(t *testing.T) {
 	stop()
 	assert.True(t, inf.HasSynced(), "latched after stop")
 
-	s, lw2 := informerTestServer("a")
-	s.block()
-	never := NewSharedIndexInformer(lw2, &v1.Pod{}, 0, nil)
-	stop = informerTestRun(never)
-	time.Sleep(20 * time.Millisecond)
-	stop()
-	assert.False(t, never.HasSynced(), "never synced when stopped before syncing")
+	// In a bubble, synctest.Wait returns once the informer has failed its
+	// first list and waits in its backoff: stopped there, it never syncs.
+	synctest.Test(t, func(t *testing.T) {
+		s, lw2 := informerTestServer("a")
+		s.block()
+		never := NewSharedIndexInformer(lw2, &v1.Pod{}, 0, nil)
+		stop := informerTestRun(never)
+		synctest.Wait()
+		stop()
+		assert.False(t, never.HasSynced(), "never synced when stopped before syncing")
+	})
 	goleak.VerifyNone(t)
 }
 
@@ -364,15 +369,22 @@ func informerTestFakeClockInformer(lw ListerWatcher, period time.Duration, clk *
 	return newSharedIndexInformer(lw, &v1.Pod{}, SharedIndexInformerOptions{ResyncPeriod: period}, clk)
 }
 
-func TestI18_PeriodicResyncReachesOnlyDueHandlers(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
+// informerTestDueAndQuiet runs a synced informer on clk over pods a and b
+// with two handlers: due resyncs every 10 s, quiet never does.
+func informerTestDueAndQuiet(t *testing.T) (clk *testingclock.FakeClock, s *diffServer, due, quiet *diffRecorder, stop func()) {
+	clk = testingclock.NewFakeClock(time.Now())
 	s, lw := informerTestServer("a", "b")
 	inf := informerTestFakeClockInformer(lw, 10*time.Second, clk)
-	due, quiet := newDiffRecorder(), newDiffRecorder()
+	due, quiet = newDiffRecorder(), newDiffRecorder()
 	inf.AddEventHandlerWithResyncPeriod(due, 10*time.Second)
 	inf.AddEventHandlerWithResyncPeriod(quiet, 0)
-	stop := informerTestRun(inf)
+	stop = informerTestRun(inf)
 	informerTestWait(t, "sync", inf.HasSyncedChecker())
+	return clk, s, due, quiet, stop
+}
+
+func TestI18_PeriodicResyncReachesOnlyDueHandlers(t *testing.T) {
+	clk, s, due, quiet, stop := informerTestDueAndQuiet(t)
 	s.apply(watch.Modified, "a") // the watch is open once this arrives
 	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
 	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
@@ -388,29 +400,27 @@ func TestI18_PeriodicResyncReachesOnlyDueHandlers(t *testing.T) {
 }
 
 func TestI16_UnchangedObjectsOfARelistOnlyReachSyncingHandlers(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	s, lw := informerTestServer("a", "b")
-	inf := informerTestFakeClockInformer(lw, 10*time.Second, clk)
-	due, quiet := newDiffRecorder(), newDiffRecorder()
-	inf.AddEventHandlerWithResyncPeriod(due, 10*time.Second)
-	inf.AddEventHandlerWithResyncPeriod(quiet, 0)
-	stop := informerTestRun(inf)
-	informerTestWait(t, "sync", inf.HasSyncedChecker())
-	s.apply(watch.Modified, "a")
-	diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
-	diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
-	clk.Step(10 * time.Second) // marks due as syncing, quiet as not
-	diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/b") == 1 })
-	s.missWhile(func() { s.apply(watch.Modified, "a") })
-	// The relist waits for the reflector's backoff on the fake clock.
-	diffEventually(t, "relist", func() bool {
-		clk.Step(2 * time.Second)
-		return quiet.seen("ns/a", 5)
+	// In a bubble: the Reflector pauses between ListAndWatch attempts on the
+	// real clock (as client-go does, whatever clock it was given), which the
+	// bubble makes fake, so the relist takes no real time.
+	synctest.Test(t, func(t *testing.T) {
+		clk, s, due, quiet, stop := informerTestDueAndQuiet(t)
+		s.apply(watch.Modified, "a")
+		diffEventually(t, "watching", func() bool { return quiet.seen("ns/a", 4) })
+		diffEventually(t, "resync timer armed", func() bool { return clk.HasWaiters() })
+		clk.Step(10 * time.Second) // marks due as syncing, quiet as not
+		diffEventually(t, "resync delivered", func() bool { return due.countSyncs("ns/b") == 1 })
+		s.missWhile(func() { s.apply(watch.Modified, "a") })
+		// The relist waits for the reflector's backoff on the fake clock.
+		diffEventually(t, "relist", func() bool {
+			clk.Step(2 * time.Second)
+			return quiet.seen("ns/a", 5)
+		})
+		diffEventually(t, "due saw the relist", func() bool { return due.seen("ns/a", 5) })
+		assert.Equal(t, []string{"add 3 initial=true"}, quiet.sequences(false)["ns/b"], "unchanged b skipped for a handler not syncing")
+		assert.GreaterOrEqual(t, due.countSyncs("ns/b"), 2, "syncing handler got unchanged b from the relist")
+		stop()
 	})
-	diffEventually(t, "due saw the relist", func() bool { return due.seen("ns/a", 5) })
-	assert.Equal(t, []string{"add 3 initial=true"}, quiet.sequences(false)["ns/b"], "unchanged b skipped for a handler not syncing")
-	assert.GreaterOrEqual(t, due.countSyncs("ns/b"), 2, "syncing handler got unchanged b from the relist")
-	stop()
 	goleak.VerifyNone(t)
 }
 

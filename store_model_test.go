@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -81,29 +82,38 @@ func (m *storeModel) valuesOf(index string, obj interface{}) []string {
 	return vals
 }
 
-func (m *storeModel) indexKeys(index, value string) []string {
-	keys := []string{}
+// storeModelIndex is one index of the model, computed by scanning it:
+// the sorted keys under each value.
+type storeModelIndex map[string][]string
+
+// index scans the model once for the index named name, so that a check
+// costs one pass per index rather than one per value and object.
+func (m *storeModel) index(name string) storeModelIndex {
+	idx := storeModelIndex{}
 	for key, obj := range m.items {
-		for _, v := range m.valuesOf(index, obj) {
-			if v == value {
-				keys = append(keys, key)
-				break
+		seen := map[string]bool{}
+		for _, v := range m.valuesOf(name, obj) {
+			if !seen[v] {
+				seen[v] = true
+				idx[v] = append(idx[v], key)
 			}
 		}
 	}
-	sort.Strings(keys)
-	return keys
+	for _, keys := range idx {
+		sort.Strings(keys)
+	}
+	return idx
 }
 
-func (m *storeModel) indexValues(index string) []string {
-	seen := map[string]bool{}
-	for _, obj := range m.items {
-		for _, v := range m.valuesOf(index, obj) {
-			seen[v] = true
-		}
-	}
-	out := []string{}
-	for v := range seen {
+// keys returns the sorted keys under value, never nil.
+func (idx storeModelIndex) keys(value string) []string {
+	return append([]string{}, idx[value]...)
+}
+
+// values returns the index's values, sorted.
+func (idx storeModelIndex) values() []string {
+	out := make([]string, 0, len(idx))
+	for v := range idx {
 		out = append(out, v)
 	}
 	sort.Strings(out)
@@ -166,19 +176,20 @@ func storeModelCheck(t *testing.T, step string, got Indexer, m *storeModel) {
 		}
 	}
 	for name := range got.GetIndexers() {
-		values := m.indexValues(name)
+		idx := m.index(name)
+		values := idx.values()
 		storeModelEqual(t, step+" ListIndexFuncValues "+name, storeModelSorted(got.ListIndexFuncValues(name)), values)
 		for _, v := range append(values, "missing") {
 			keys, err := got.IndexKeys(name, v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			storeModelEqual(t, step+" IndexKeys "+name+" "+v, keys, m.indexKeys(name, v))
+			storeModelEqual(t, step+" IndexKeys "+name+" "+v, keys, idx.keys(v))
 			objs, err := got.ByIndex(name, v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			storeModelEqual(t, step+" ByIndex "+name+" "+v, storeModelKeysOf(objs), m.indexKeys(name, v))
+			storeModelEqual(t, step+" ByIndex "+name+" "+v, storeModelKeysOf(objs), idx.keys(v))
 		}
 		for _, obj := range m.items {
 			objs, err := got.Index(name, obj)
@@ -187,7 +198,7 @@ func storeModelCheck(t *testing.T, step string, got Indexer, m *storeModel) {
 			}
 			wantKeys := map[string]bool{}
 			for _, v := range m.valuesOf(name, obj) {
-				for _, k := range m.indexKeys(name, v) {
+				for _, k := range idx[v] {
 					wantKeys[k] = true
 				}
 			}
@@ -205,8 +216,8 @@ func storeModelCheck(t *testing.T, step string, got Indexer, m *storeModel) {
 }
 
 func storeModelEqual(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if !slices.Equal(got, want) {
+		t.Helper() // only on failure: it costs a stack walk per call
 		t.Fatalf("%s:\n got  %v\n want %v", what, got, want)
 	}
 }

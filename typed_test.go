@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -317,68 +318,72 @@ func TestI20_TypedIndexerReportsObjectsOfOtherTypes(t *testing.T) {
 // TestI20_TypedInformerEndToEnd runs a real informer under the typed wrapper.
 func TestI20_TypedInformerEndToEnd(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	source := fcache.NewFakeControllerSource()
-	defer source.Shutdown()
-	source.Add(newTestPod("ns", "a", ""))
+	// In a bubble: the relist after the expired watch waits out the
+	// Reflector's pause between attempts, on the bubble's fake clock.
+	synctest.Test(t, func(t *testing.T) {
+		source := fcache.NewFakeControllerSource()
+		defer source.Shutdown()
+		source.Add(newTestPod("ns", "a", ""))
 
-	informer := NewTypedSharedIndexInformer[*v1.Pod](NewSharedIndexInformer(source, &v1.Pod{}, 0, Indexers{}))
-	rec := &typedTestRecorder{ch: make(chan typedTestEvent, 10)}
-	_, err := informer.AddTypedEventHandler(rec)
-	require.NoError(t, err)
-	require.NoError(t, informer.AddTypedIndexers(TypedIndexers[*v1.Pod]{
-		"node": func(p *v1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
-	}))
+		informer := NewTypedSharedIndexInformer[*v1.Pod](NewSharedIndexInformer(source, &v1.Pod{}, 0, Indexers{}))
+		rec := &typedTestRecorder{ch: make(chan typedTestEvent, 10)}
+		_, err := informer.AddTypedEventHandler(rec)
+		require.NoError(t, err)
+		require.NoError(t, informer.AddTypedIndexers(TypedIndexers[*v1.Pod]{
+			"node": func(p *v1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
+		}))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); informer.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); informer.RunWithContext(ctx) }()
+		defer func() { cancel(); <-done }()
 
-	next := func() typedTestEvent {
-		select {
-		case e := <-rec.ch:
-			return e
-		case <-time.After(10 * time.Second):
-			t.Fatal("timed out waiting for an event")
-			return typedTestEvent{}
+		next := func() typedTestEvent {
+			select {
+			case e := <-rec.ch:
+				return e
+			case <-time.After(10 * time.Second):
+				t.Fatal("timed out waiting for an event")
+				return typedTestEvent{}
+			}
 		}
-	}
-	e := next()
-	assert.Equal(t, "add", e.kind)
-	assert.True(t, e.initial)
-	assert.Equal(t, "a", e.obj.Name)
+		e := next()
+		assert.Equal(t, "add", e.kind)
+		assert.True(t, e.initial)
+		assert.Equal(t, "a", e.obj.Name)
 
-	moved := e.obj.DeepCopy()
-	moved.Spec.NodeName = "n1"
-	source.Modify(moved)
-	e = next()
-	assert.Equal(t, "update", e.kind)
-	assert.Equal(t, "n1", e.obj.Spec.NodeName)
+		moved := e.obj.DeepCopy()
+		moved.Spec.NodeName = "n1"
+		source.Modify(moved)
+		e = next()
+		assert.Equal(t, "update", e.kind)
+		assert.Equal(t, "n1", e.obj.Spec.NodeName)
 
-	onNode, err := informer.GetTypedIndexer().ByTypedIndex("node", "n1")
-	require.NoError(t, err)
-	require.Len(t, onNode, 1)
-	assert.Equal(t, "a", onNode[0].Name)
+		onNode, err := informer.GetTypedIndexer().ByTypedIndex("node", "n1")
+		require.NoError(t, err)
+		require.Len(t, onNode, 1)
+		assert.Equal(t, "a", onNode[0].Name)
 
-	source.Delete(moved)
-	e = next()
-	assert.Equal(t, "delete", e.kind)
-	assert.Nil(t, e.deleted.FinalStateUnknown)
-	assert.Equal(t, "ns/a", e.deleted.GetKey())
+		source.Delete(moved)
+		e = next()
+		assert.Equal(t, "delete", e.kind)
+		assert.Nil(t, e.deleted.FinalStateUnknown)
+		assert.Equal(t, "ns/a", e.deleted.GetKey())
 
-	// A deletion the watch never reports is found by the relist that follows
-	// the expired watch, and arrives as a tombstone holding the last copy.
-	source.Add(newTestPod("ns", "b", ""))
-	e = next()
-	require.Equal(t, "add", e.kind)
-	lastSeen := e.obj
-	source.DeleteDropWatch(lastSeen.DeepCopy())
-	source.ResetWatch()
-	e = next()
-	assert.Equal(t, "delete", e.kind)
-	require.NotNil(t, e.deleted.FinalStateUnknown)
-	assert.Equal(t, "ns/b", e.deleted.GetKey())
-	assert.Same(t, lastSeen, e.deleted.OptionalObj)
+		// A deletion the watch never reports is found by the relist that follows
+		// the expired watch, and arrives as a tombstone holding the last copy.
+		source.Add(newTestPod("ns", "b", ""))
+		e = next()
+		require.Equal(t, "add", e.kind)
+		lastSeen := e.obj
+		source.DeleteDropWatch(lastSeen.DeepCopy())
+		source.ResetWatch()
+		e = next()
+		assert.Equal(t, "delete", e.kind)
+		require.NotNil(t, e.deleted.FinalStateUnknown)
+		assert.Equal(t, "ns/b", e.deleted.GetKey())
+		assert.Same(t, lastSeen, e.deleted.OptionalObj)
+	})
 }
 
 func TestI20_DeletedObjectNamesAndKeys(t *testing.T) {

@@ -37,24 +37,35 @@ func DefaultFault() error {
 	return InternalError("fake: injected fault")
 }
 
-// appendFaults queues n copies of err; a nil err would otherwise read as "no fault" when the
-// request takes it, and the failure the test asked for would silently not happen.
-func appendFaults(faults []error, n int, err error) []error {
+// faultRun is n queued failures with the same error, kept as one entry so
+// that a test blocking a server with a huge n costs nothing.
+type faultRun struct {
+	err error
+	n   int
+}
+
+// appendFaults queues n failures with err; a nil err would otherwise read as "no fault" when
+// the request takes it, and the failure the test asked for would silently not happen.
+func appendFaults(faults []faultRun, n int, err error) []faultRun {
 	if err == nil {
 		err = DefaultFault()
 	}
-	for range n {
-		faults = append(faults, err)
+	if n <= 0 {
+		return faults
 	}
-	return faults
+	return append(faults, faultRun{err: err, n: n})
 }
 
-func takeFault(faults *[]error) error {
+func takeFault(faults *[]faultRun) error {
 	if len(*faults) == 0 {
 		return nil
 	}
-	err := (*faults)[0]
-	*faults = (*faults)[1:]
+	run := &(*faults)[0]
+	run.n--
+	err := run.err
+	if run.n == 0 {
+		*faults = (*faults)[1:]
+	}
 	return err
 }
 

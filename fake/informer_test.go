@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -215,56 +216,64 @@ func TestClientGoInformerListMode(t *testing.T) {
 // the LIST-mode reflector through a 410 and a relist; the handler still ends on the server's state.
 func TestClientGoInformerRelistsAfter410(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	s, _ := newFakeTestServer(t, Options{WatchListUnsupported: true,
-		Objects: []runtime.Object{fakeTestPod("ns", "a"), fakeTestPod("ns", "b")}})
-	rec := newInformerTestRecorder()
-	inf, stop := runFakeTestInformer(t, s, rec.handler())
-	defer stop()
-	require.Eventually(t, func() bool { return len(s.Requests()) == 2 }, 10*time.Second, time.Millisecond)
+	// In a bubble: the Reflector's pause before it retries passes on the
+	// fake clock.
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := newFakeTestServer(t, Options{WatchListUnsupported: true,
+			Objects: []runtime.Object{fakeTestPod("ns", "a"), fakeTestPod("ns", "b")}})
+		rec := newInformerTestRecorder()
+		inf, stop := runFakeTestInformer(t, s, rec.handler())
+		defer stop()
+		require.Eventually(t, func() bool { return len(s.Requests()) == 2 }, 10*time.Second, time.Millisecond)
 
-	// The watch delivers one event (so the reflector resumes at once instead of backing off a
-	// "very short watch"), then drops; meanwhile the history it would resume from is compacted.
-	release := s.HoldEvents()
-	s.CloseWatchesAfter(1)
-	mustCreate(t, s, fakeTestPod("ns", "d")) // 4
-	_, err := s.Delete("ns", "a")            // 5
-	require.NoError(t, err)
-	mustCreate(t, s, fakeTestPod("ns", "c")) // 6
-	s.Compact()
-	release()
+		// The watch delivers one event (so the reflector resumes at once instead of backing off a
+		// "very short watch"), then drops; meanwhile the history it would resume from is compacted.
+		release := s.HoldEvents()
+		s.CloseWatchesAfter(1)
+		mustCreate(t, s, fakeTestPod("ns", "d")) // 4
+		_, err := s.Delete("ns", "a")            // 5
+		require.NoError(t, err)
+		mustCreate(t, s, fakeTestPod("ns", "c")) // 6
+		s.Compact()
+		release()
 
-	require.Eventually(t, func() bool { return storeMatchesServer(inf.GetStore(), s) }, 20*time.Second, time.Millisecond)
-	rec.checkFinal(t, s)
-	// list, watch@3 (dropped after one event), watch@4 (410: compacted), list, watch@6.
-	require.Eventually(t, func() bool { return len(s.Requests()) >= 5 }, 10*time.Second, time.Millisecond)
-	reqs := s.Requests()
-	assert.Equal(t, []string{"list", "watch", "watch", "list", "watch"}, verbs(reqs[:5]))
-	assert.Equal(t, "4", reqs[2].Options.ResourceVersion)
-	assert.Equal(t, "6", reqs[4].Options.ResourceVersion)
+		require.Eventually(t, func() bool { return storeMatchesServer(inf.GetStore(), s) }, 20*time.Second, time.Millisecond)
+		rec.checkFinal(t, s)
+		// list, watch@3 (dropped after one event), watch@4 (410: compacted), list, watch@6.
+		require.Eventually(t, func() bool { return len(s.Requests()) >= 5 }, 10*time.Second, time.Millisecond)
+		reqs := s.Requests()
+		assert.Equal(t, []string{"list", "watch", "watch", "list", "watch"}, verbs(reqs[:5]))
+		assert.Equal(t, "4", reqs[2].Options.ResourceVersion)
+		assert.Equal(t, "6", reqs[4].Options.ResourceVersion)
+	})
 }
 
 // In watch-list mode a resume point older than the window is not an error (the request asks
 // for state NotOlderThan it); a 410 on the watch request makes the reflector retry from "".
 func TestClientGoInformerWatchListRetriesAfter410(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	s, _ := newFakeTestServer(t, Options{Objects: []runtime.Object{fakeTestPod("ns", "a"), fakeTestPod("ns", "b")}})
-	rec := newInformerTestRecorder()
-	inf, stop := runFakeTestInformer(t, s, rec.handler())
-	defer stop()
+	// In a bubble: the Reflector's pause before it retries passes on the
+	// fake clock.
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := newFakeTestServer(t, Options{Objects: []runtime.Object{fakeTestPod("ns", "a"), fakeTestPod("ns", "b")}})
+		rec := newInformerTestRecorder()
+		inf, stop := runFakeTestInformer(t, s, rec.handler())
+		defer stop()
 
-	release := s.HoldEvents()
-	_, err := s.Delete("ns", "a")
-	require.NoError(t, err)
-	mustCreate(t, s, fakeTestPod("ns", "c"))
-	s.FailNextWatches(1, Expired("too old resource version: 3 (4)"))
-	s.CloseWatches()
-	release()
+		release := s.HoldEvents()
+		_, err := s.Delete("ns", "a")
+		require.NoError(t, err)
+		mustCreate(t, s, fakeTestPod("ns", "c"))
+		s.FailNextWatches(1, Expired("too old resource version: 3 (4)"))
+		s.CloseWatches()
+		release()
 
-	require.Eventually(t, func() bool { return storeMatchesServer(inf.GetStore(), s) }, 20*time.Second, time.Millisecond)
-	rec.checkFinal(t, s)
-	reqs := s.Requests()
-	require.Len(t, reqs, 3, "%v", verbs(reqs))
-	assert.Equal(t, []string{"watch-list", "watch-list", "watch-list"}, verbs(reqs))
-	assert.Equal(t, "3", reqs[1].Options.ResourceVersion)
-	assert.Equal(t, "", reqs[2].Options.ResourceVersion, "after 410 the RV is marked unavailable")
+		require.Eventually(t, func() bool { return storeMatchesServer(inf.GetStore(), s) }, 20*time.Second, time.Millisecond)
+		rec.checkFinal(t, s)
+		reqs := s.Requests()
+		require.Len(t, reqs, 3, "%v", verbs(reqs))
+		assert.Equal(t, []string{"watch-list", "watch-list", "watch-list"}, verbs(reqs))
+		assert.Equal(t, "3", reqs[1].Options.ResourceVersion)
+		assert.Equal(t, "", reqs[2].Options.ResourceVersion, "after 410 the RV is marked unavailable")
+	})
 }

@@ -85,8 +85,8 @@ type Server struct {
 	uidSeq  uint64
 
 	watchers    map[*watcher]struct{}
-	listFaults  []error
-	watchFaults []error
+	listFaults  []faultRun
+	watchFaults []faultRun
 	requests    []Request
 
 	gateMu sync.Mutex
