@@ -1,0 +1,74 @@
+package cache
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/openinformer/cache/fake"
+	"github.com/openinformer/cache/internal/fixtures"
+)
+
+// TestCompactInitialSyncPeak measures the live heap an informer takes
+// during its initial sync and once synced, over the fake server, for
+// COMPACT_PEAK_PODS fixture pods (skipped when unset: it needs about 2 GB
+// and a minute for 20k pods). Run it without -race:
+//
+//	COMPACT_PEAK_PODS=20000 go test -run TestCompactInitialSyncPeak -v -count=1 .
+func TestCompactInitialSyncPeak(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("COMPACT_PEAK_PODS"))
+	if n <= 0 {
+		t.Skip("set COMPACT_PEAK_PODS to measure")
+	}
+	for _, sync := range []string{"watch-list", "list"} {
+		for _, mode := range storageModes {
+			peak, steady := syncHeap(t, n, sync == "list", mode)
+			t.Logf("%-10s %-8s %d pods: steady %6.1f MB (%5.0f B/pod), peak during sync %6.1f MB: %.2fx steady",
+				sync, mode.name, n, mb(steady), float64(steady)/float64(n), mb(peak), float64(peak)/float64(steady))
+		}
+	}
+}
+
+func mb(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// syncHeap runs one informer over n pods and returns the largest live heap
+// seen, collection after collection, while it synced and the live heap once
+// synced, both beyond what the server and the test held before.
+func syncHeap(t *testing.T, n int, listMode bool, mode storageMode) (peak, steady uint64) {
+	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: listMode,
+		Objects: fixtures.Objects(fixtures.Pods(1, n))})
+	base := liveHeap()
+	inf := mode.newInformer(srv, &v1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
+	var highest uint64
+	go func() {
+		defer wg.Done()
+		for !inf.HasSynced() && ctx.Err() == nil {
+			highest = max(highest, liveHeap())
+		}
+	}()
+	require.True(t, WaitForCacheSync(ctx.Done(), inf.HasSynced))
+	steady = liveHeap()
+	require.Len(t, inf.GetStore().ListKeys(), n)
+	cancel()
+	wg.Wait()
+	runtime.KeepAlive(srv)
+	return max(highest, steady) - base, steady - base
+}
