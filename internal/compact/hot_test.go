@@ -134,20 +134,24 @@ func TestHotCacheConcurrentReaders(t *testing.T) {
 	wg.Wait()
 }
 
+// requireHit checks that key's entry for data is want.
+func requireHit(t *testing.T, h *HotCache[string], key string, data []byte, want string) {
+	t.Helper()
+	got, ok := h.Get(key, data)
+	require.True(t, ok)
+	assert.Equal(t, want, got)
+}
+
 // A Put keeps the key's version before it readable, and only that one.
 func TestHotCacheKeepsThePreviousVersion(t *testing.T) {
 	h := NewHotCache[string](4)
 	v1, v2, v3 := []byte{1}, []byte{2}, []byte{3}
 	h.Put("k", v1, "one")
 	h.Put("k", v2, "two")
-	got, ok := h.Get("k", v1)
-	require.True(t, ok)
-	assert.Equal(t, "one", got)
-	got, ok = h.Get("k", v2)
-	require.True(t, ok)
-	assert.Equal(t, "two", got)
+	requireHit(t, h, "k", v1, "one")
+	requireHit(t, h, "k", v2, "two")
 	h.Put("k", v3, "three")
-	_, ok = h.Get("k", v1)
+	_, ok := h.Get("k", v1)
 	assert.False(t, ok, "two versions back is gone")
 	h.Delete("k")
 	_, ok = h.Get("k", v2)
@@ -162,14 +166,10 @@ func TestHotCacheOfferNeverDisplaces(t *testing.T) {
 	old, cur := []byte{1}, []byte{2}
 	h.Put("k", cur, "written")
 	h.Offer("k", old, "read")
-	got, ok := h.Get("k", cur)
-	require.True(t, ok)
-	assert.Equal(t, "written", got)
-	_, ok = h.Get("k", old)
+	requireHit(t, h, "k", cur, "written")
+	_, ok := h.Get("k", old)
 	assert.False(t, ok)
 
 	h.Offer("other", old, "read")
-	got, ok = h.Get("other", old)
-	require.True(t, ok)
-	assert.Equal(t, "read", got)
+	requireHit(t, h, "other", old, "read")
 }
