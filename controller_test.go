@@ -208,7 +208,7 @@ func (h *controllerTestHandler) OnDelete(obj interface{}) {
 func newControllerTestApplier() (deltaApplier, *controllerTestHandler) {
 	store := NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{})
 	h := &controllerTestHandler{store: store}
-	return deltaApplier{handler: h, store: store, keyFunc: DeletionHandlingMetaNamespaceKeyFunc}, h
+	return deltaApplier{handler: h, store: store}, h
 }
 
 func TestC6_StoreDecidesAddVersusUpdate(t *testing.T) {
@@ -315,15 +315,30 @@ func TestG1_GatesReadAtRunForSharedInformersAtConstructionForNewInformer(t *test
 }
 
 func TestBatchBuffersComeBackZeroed(t *testing.T) {
-	b := getBatchBuffers(3)
-	b.txns[2] = ThreadSafeStoreTransaction{Key: "ns/a", Transaction: Transaction{Object: newTestPod("ns", "a", "1"), Type: TransactionTypeAdd}}
-	b.notes[2] = notification{kind: addNotification, newObj: newTestPod("ns", "a", "1")}
+	b := getWriteBuffers(3)
+	pod := newTestPod("ns", "a", "1")
+	b.add(0, "ns/a", writeOf(Delta{Type: Added, Object: pod}, nil, false, false))
 	b.release()
+	c := getChangeBuffer()
+	c.changes = append(c.changes, notification{kind: addNotification, newObj: pod})
+	c.release()
 	for range 10 { // the pool may hand back this buffer or a fresh one
-		b = getBatchBuffers(3)
-		assert.Equal(t, make([]ThreadSafeStoreTransaction, 3), b.txns)
-		assert.Equal(t, make([]notification, 3), b.notes)
+		b = getWriteBuffers(3)
+		assert.Empty(t, b.txns)
+		assert.Empty(t, b.notes)
+		for _, txn := range b.txns[:cap(b.txns)] {
+			assert.Zero(t, txn, "no write pinned")
+		}
+		for _, n := range b.notes[:cap(b.notes)] {
+			assert.Zero(t, n, "no change pinned")
+		}
 		b.release()
+		c = getChangeBuffer()
+		assert.Empty(t, c.changes)
+		for _, n := range c.changes[:cap(c.changes)] {
+			assert.Zero(t, n, "no change pinned")
+		}
+		c.release()
 	}
 }
 
