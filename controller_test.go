@@ -363,3 +363,28 @@ func TestC6_ReplacedAllOnAnyStoreKeepsEveryKeyedObject(t *testing.T) {
 	assert.Equal(t, []string{"ns/keep", "ns/new"}, storeSortedKeys(a.store))
 	assert.Equal(t, []string{"Object from a relist not stored: couldn't create key for object no meta: object has no meta: object does not implement the Object interfaces []"}, reported.take())
 }
+
+func TestC7_PlainStoreAppliesEachWriteOnItsOwn(t *testing.T) {
+	a, h := newControllerTestApplier()
+	a.store = controllerPlainStore{a.store}
+	h.store = a.store
+	p1, p2 := newTestPod("ns", "a", "1"), newTestPod("ns", "a", "2")
+	require.NoError(t, a.processBatch([]Delta{{Type: Added, Object: p1}, {Type: Added, Object: newTestPod("ns", "b", "1")}}, true))
+	require.NoError(t, a.process(Deltas{{Type: Updated, Object: p2}, {Type: Deleted, Object: p2}}, false))
+	assert.Equal(t, []string{"add ns/a@1 initial", "add ns/b@1 initial", "update ns/a@1->ns/a@2", "delete ns/a@2"}, h.calls)
+	assert.Equal(t, []string{"ns/b"}, storeSortedKeys(a.store))
+
+	h.calls = nil
+	assert.Error(t, a.process(Deltas{{Type: Deleted, Object: "no meta"}, {Type: Deleted, Object: newTestPod("ns", "b", "1")}}, false))
+	assert.Error(t, a.process(Deltas{{Type: Updated, Object: "no meta"}}, false))
+	assert.Empty(t, h.calls, "a failed write gives no change and stops the deltas after it")
+	assert.Equal(t, []string{"ns/b"}, storeSortedKeys(a.store))
+}
+
+func TestC7_OneFailedWriteReturnsItsOwnError(t *testing.T) {
+	a, h := newControllerTestApplier()
+	err := a.processBatch([]Delta{{Type: Added, Object: "no meta"}}, false)
+	var keyErr KeyError
+	assert.ErrorAs(t, err, &keyErr, "a batch of one reports the write's own error")
+	assert.Empty(t, h.calls)
+}

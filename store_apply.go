@@ -15,7 +15,7 @@ import (
 type deltaStore interface {
 	// applyDeltas applies deltas in order and appends to changes what
 	// each did. deltas is either one delta of any type or writes only
-	// (see batchable), applied in one transaction. Objects of a relist
+	// (the caller checks with batchable), applied in one transaction. Objects of a relist
 	// that could not be stored are returned in dropped, for the caller to
 	// report. err says which deltas failed; one failure costs no other
 	// delta of a batch, and a failed delta gives no change.
@@ -43,9 +43,6 @@ func batchable(deltas []Delta) error {
 func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []notification) ([]notification, []error, error) {
 	if len(deltas) == 1 && !isBatchable(deltas[0].Type) {
 		return applyWhole(c, deltas[0], isInInitialList, changes)
-	}
-	if err := batchable(deltas); err != nil {
-		return changes, nil, err
 	}
 	changes, txErr := c.applyWrites(deltas, isInInitialList, changes)
 	switch {

@@ -28,9 +28,6 @@ func (p plainDeltaStore) applyDeltas(deltas []Delta, isInInitialList bool, chang
 	if len(deltas) == 1 && !isBatchable(deltas[0].Type) {
 		return applyWhole(p, deltas[0], isInInitialList, changes)
 	}
-	if err := batchable(deltas); err != nil {
-		return changes, nil, err
-	}
 	var errs []error
 	for _, d := range deltas {
 		var err error
