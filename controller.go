@@ -15,7 +15,8 @@ import (
 )
 
 // controller runs a Reflector that fills Config.Queue and a loop that pops
-// the queue into Config.Process (or ProcessBatch).
+// the queue into Config.Process (or ProcessBatch). mu guards reflector,
+// set once Run has built it; nothing is called with mu held.
 type controller struct {
 	config Config
 	clock  clock.Clock

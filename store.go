@@ -30,7 +30,8 @@ func WithStoreMetrics(identifier InformerNameAndResource, provider InformerMetri
 }
 
 // cache is the Store and Indexer: a KeyFunc and an optional transformer in
-// front of a threadSafeMap.
+// front of a threadSafeMap. It has no lock of its own: its fields are set
+// at construction, and storage locks itself.
 type cache struct {
 	storage *threadSafeMap
 	keyFunc KeyFunc
