@@ -233,7 +233,7 @@ func diffEventually(t *testing.T, what string, cond func() bool) {
 
 // diffScenario runs the script against client-go's informer and ours in
 // lockstep and compares what every handler saw, per key, and the caches.
-func diffScenario(t *testing.T, watchList, resync bool) {
+func diffScenario(t *testing.T, mode storageMode, watchList, resync bool) {
 	informerPeriod := time.Duration(0)
 	if resync {
 		informerPeriod = time.Second
@@ -243,7 +243,7 @@ func diffScenario(t *testing.T, watchList, resync bool) {
 		{name: "client-go", server: theirsSrv, shutDown: clientcache.ShutDownEventHandler,
 			informer: clientcache.NewSharedIndexInformer(theirsSrv, &v1.Pod{}, informerPeriod, diffIndexers)},
 		{name: "openinformer", server: oursSrv, shutDown: ShutDownEventHandler,
-			informer: NewSharedIndexInformer(oursSrv, &v1.Pod{}, informerPeriod, diffIndexers)},
+			informer: mode.newInformer(oursSrv, &v1.Pod{}, informerPeriod, diffIndexers)},
 	}
 	each := func(f func(d *diffSubject)) {
 		for _, d := range subjects {
@@ -384,8 +384,10 @@ func TestDifferentialInformerMatchesClientGo(t *testing.T) {
 			}
 			// The Reflector's backoff after 410 and closed watches runs on
 			// the bubble's fake clock, so the scenario takes no real time.
-			synctest.Test(t, func(t *testing.T) { diffScenario(t, mode.watchList, mode.resync) })
-			goleak.VerifyNone(t)
+			forEachStorageMode(t, func(t *testing.T, storage storageMode) {
+				synctest.Test(t, func(t *testing.T) { diffScenario(t, storage, mode.watchList, mode.resync) })
+				goleak.VerifyNone(t)
+			})
 		})
 	}
 }

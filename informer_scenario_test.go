@@ -59,13 +59,14 @@ func TestInformerScenarios(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	impls := map[string]func(ListerWatcher, runtime.Object, time.Duration, Indexers) SharedIndexInformer{
-		"openinformer": NewSharedIndexInformer,
-		"client-go":    clientcache.NewSharedIndexInformer,
+		"openinformer":         NewSharedIndexInformer,
+		"openinformer-compact": storageModes[1].newInformer,
+		"client-go":            clientcache.NewSharedIndexInformer,
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			blocks := script.Parse(t, file)
-			for _, name := range []string{"openinformer", "client-go"} {
+			for _, name := range []string{"openinformer", "openinformer-compact", "client-go"} {
 				for _, mode := range []string{"watch-list", "list"} {
 					t.Run(name+"/"+mode, func(t *testing.T) {
 						t.Parallel()

@@ -296,10 +296,12 @@ func storeModelStep(r *rand.Rand, rv int, stores []Indexer, m *storeModel) strin
 	}
 }
 
-func TestStoreModelRandomized(t *testing.T) {
+func TestStoreModelRandomized(t *testing.T) { forEachStorageMode(t, testStoreModelRandomized) }
+
+func testStoreModelRandomized(t *testing.T, mode storageMode) {
 	for seed := int64(1); seed <= 12; seed++ {
 		r := rand.New(rand.NewSource(seed))
-		ours := NewIndexer(MetaNamespaceKeyFunc, storeModelIndexers())
+		ours := mode.newIndexer(MetaNamespaceKeyFunc, storeModelIndexers())
 		m := newStoreModel()
 		for rv := 1; rv <= 150; rv++ {
 			step := storeModelStep(r, rv, []Indexer{ours}, m)
@@ -311,9 +313,13 @@ func TestStoreModelRandomized(t *testing.T) {
 // TestStoreDifferentialAgainstClientGo runs the same writes on client-go's
 // Indexer and ours and compares every read of both with the model.
 func TestStoreDifferentialAgainstClientGo(t *testing.T) {
+	forEachStorageMode(t, testStoreDifferentialAgainstClientGo)
+}
+
+func testStoreDifferentialAgainstClientGo(t *testing.T, mode storageMode) {
 	for seed := int64(100); seed < 104; seed++ {
 		r := rand.New(rand.NewSource(seed))
-		ours := NewIndexer(MetaNamespaceKeyFunc, storeModelIndexers())
+		ours := mode.newIndexer(MetaNamespaceKeyFunc, storeModelIndexers())
 		theirs := clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, storeModelIndexers())
 		m := newStoreModel()
 		for rv := 1; rv <= 150; rv++ {
