@@ -238,7 +238,6 @@ func TestCompactInformerRefusesOnlyThatObject(t *testing.T) {
 		_, err := inf.AddEventHandler(events)
 		require.NoError(t, err)
 		stop := informerTestRun(inf)
-		defer goleak.VerifyNone(t)
 		defer stop()
 		informerTestWait(t, "sync", inf.HasSyncedChecker())
 		events.waitFor(t, "add ns/y")
