@@ -188,15 +188,20 @@ func (a deltaApplier) tell(changes []notification) {
 		b.notifyBatch(changes)
 		return
 	}
-	for _, n := range changes {
-		switch n.kind {
-		case addNotification:
-			a.handler.OnAdd(n.newObj, n.initial)
-		case updateNotification:
-			a.handler.OnUpdate(n.oldObj, n.newObj)
-		case deleteNotification:
-			a.handler.OnDelete(n.oldObj)
-		}
+	for i := range changes {
+		changes[i].callOn(a.handler)
+	}
+}
+
+// callOn makes the handler call n stands for.
+func (n *notification) callOn(h ResourceEventHandler) {
+	switch n.kind {
+	case addNotification:
+		h.OnAdd(n.newObj, n.initial)
+	case updateNotification:
+		h.OnUpdate(n.oldObj, n.newObj)
+	case deleteNotification:
+		h.OnDelete(n.oldObj)
 	}
 }
 
