@@ -214,9 +214,16 @@ var changeBufferPool = sync.Pool{New: func() any { return new(changeBuffer) }}
 
 func getChangeBuffer() *changeBuffer { return changeBufferPool.Get().(*changeBuffer) }
 
+// maxPooledChanges bounds the buffer kept for the next batch: a relist's
+// changes (one per object) are not worth pinning.
+const maxPooledChanges = 4096
+
 // release empties the buffer, so the pool pins no object, and returns it.
 func (b *changeBuffer) release() {
 	clear(b.changes)
 	b.changes = b.changes[:0]
+	if cap(b.changes) > maxPooledChanges {
+		b.changes = nil
+	}
 	changeBufferPool.Put(b)
 }
