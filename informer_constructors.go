@@ -188,15 +188,20 @@ func (a deltaApplier) tell(changes []notification) {
 		b.notifyBatch(changes)
 		return
 	}
-	for _, n := range changes {
-		switch n.kind {
-		case addNotification:
-			a.handler.OnAdd(n.newObj, n.initial)
-		case updateNotification:
-			a.handler.OnUpdate(n.oldObj, n.newObj)
-		case deleteNotification:
-			a.handler.OnDelete(n.oldObj)
-		}
+	for i := range changes {
+		changes[i].callOn(a.handler)
+	}
+}
+
+// callOn makes the handler call n stands for.
+func (n *notification) callOn(h ResourceEventHandler) {
+	switch n.kind {
+	case addNotification:
+		h.OnAdd(n.newObj, n.initial)
+	case updateNotification:
+		h.OnUpdate(n.oldObj, n.newObj)
+	case deleteNotification:
+		h.OnDelete(n.oldObj)
 	}
 }
 
@@ -209,9 +214,16 @@ var changeBufferPool = sync.Pool{New: func() any { return new(changeBuffer) }}
 
 func getChangeBuffer() *changeBuffer { return changeBufferPool.Get().(*changeBuffer) }
 
+// maxPooledChanges bounds the buffer kept for the next batch: a relist's
+// changes (one per object) are not worth pinning.
+const maxPooledChanges = 4096
+
 // release empties the buffer, so the pool pins no object, and returns it.
 func (b *changeBuffer) release() {
 	clear(b.changes)
 	b.changes = b.changes[:0]
+	if cap(b.changes) > maxPooledChanges {
+		b.changes = nil
+	}
 	changeBufferPool.Put(b)
 }

@@ -296,14 +296,7 @@ func (l *processorListener) deliver(n notification) {
 		defer l.synced.finish(1)
 	}
 	defer utilruntime.HandleCrashWithLogger(l.panicLogger)
-	switch n.kind {
-	case addNotification:
-		l.handler.OnAdd(n.newObj, n.initial)
-	case updateNotification:
-		l.handler.OnUpdate(n.oldObj, n.newObj)
-	case deleteNotification:
-		l.handler.OnDelete(n.oldObj)
-	}
+	n.callOn(l.handler)
 }
 
 // isRemoved reports whether the handler must not be called any more.

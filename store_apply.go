@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -97,6 +98,8 @@ func applyWhole(s wholeStore, d Delta, isInInitialList bool, changes []notificat
 // replaced content after the swap instead of looked up key by key.
 func (c *cache) applyReplacedAll(info ReplacedAllInfo, isInInitialList bool, changes []notification) ([]notification, []error, error) {
 	r, dropped := c.replaceList(info.Objects, info.ResourceVersion)
+	// A relist is most of a store: size for it once rather than doubling.
+	changes = slices.Grow(changes, len(r.objs))
 	changes = c.tombstones(r, changes)
 	for i, obj := range r.objs {
 		if old, existed := c.replacedObject(r, r.keys[i]); existed {
