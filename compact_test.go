@@ -250,6 +250,7 @@ func TestCompactInformerRefusesOnlyThatObject(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Contains(t, got[0], "ns/x")
 		assert.Contains(t, got[0], compact.ErrKind.Error())
+		assert.Equal(t, 1, provider.errors.count())
 
 		srv.apply(watch.Added, "z", "foreign", "yes")
 		srv.apply(watch.Added, "v")
@@ -263,6 +264,7 @@ func TestCompactInformerRefusesOnlyThatObject(t *testing.T) {
 		got = reported.take()
 		require.Len(t, got, 1)
 		assert.Contains(t, got[0], "ns/z")
+		assert.Equal(t, 2, provider.errors.count())
 	})
 }
 

@@ -70,6 +70,9 @@ func (s *threadSafeMap) holdTxns(p *txnPlan, txns []ThreadSafeStoreTransaction) 
 			}
 			held, err := s.hold(t.Key, t.Object)
 			if err != nil {
+				// Counted here, reported by whoever receives the
+				// transaction's error.
+				s.objectErrors.Inc()
 				p.failures = append(p.failures, txnFailure{i, err})
 			}
 			p.held[i] = held
