@@ -405,15 +405,17 @@ func (a deltaApplier) replaceAllKeyed(own *cache, info ReplacedAllInfo, isInInit
 	}
 	notes := make([]notification, 0, len(r.objs))
 	if r.before.Len() > 0 {
-		r.before.Range(func(key string, old interface{}) bool {
+		r.before.Range(func(key string, held interface{}) bool {
 			if _, listed := r.after.Get(key); !listed {
+				old, _ := own.storage.view(key, held)
 				notes = append(notes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: key, Obj: old}})
 			}
 			return true
 		})
 	}
 	for i, obj := range r.objs {
-		if old, existed := r.before.Get(r.keys[i]); existed {
+		if held, existed := r.before.Get(r.keys[i]); existed {
+			old, _ := own.storage.view(r.keys[i], held)
 			notes = append(notes, notification{kind: updateNotification, oldObj: old, newObj: obj})
 		} else {
 			notes = append(notes, notification{kind: addNotification, newObj: obj, initial: isInInitialList})

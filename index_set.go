@@ -143,7 +143,8 @@ type listOrder struct {
 	objs []interface{}
 }
 
-// buildFrom indexes every item, in epoch e. Given the list order, it walks
+// buildFrom indexes every item (read back through the builder's form), in
+// epoch e. Given the list order, it walks
 // the objects in the order they were listed (and, from a LIST, allocated),
 // which reads memory sequentially instead of in hash order. Each index's
 // entries are collected and counted first, so that every key set is laid
@@ -158,7 +159,14 @@ func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order 
 		return b.build(e), nil
 	}
 	var err error
-	items.Range(func(key string, obj interface{}) bool {
+	items.Range(func(key string, held interface{}) bool {
+		obj := held
+		if b.form != nil {
+			var ok bool
+			if obj, ok = viewHeld(b.form, key, held); !ok {
+				return true
+			}
+		}
 		err = b.collect(key, obj)
 		return err == nil
 	})
@@ -179,13 +187,15 @@ type indexBuilder struct {
 	counts  []map[string]int
 	lenient bool
 	fails   []error
+	// form is the store's, through which items are read back.
+	form storedForm
 }
 
 type indexEntry struct{ value, key string }
 
-func newIndexBuilder(set *indexerSet, from, size int, lenient bool) *indexBuilder {
+func newIndexBuilder(set *indexerSet, from, size int, lenient bool, form storedForm) *indexBuilder {
 	n := len(set.fns) - from
-	b := &indexBuilder{set: set, from: from, entries: make([][]indexEntry, n), counts: make([]map[string]int, n), lenient: lenient}
+	b := &indexBuilder{set: set, from: from, entries: make([][]indexEntry, n), counts: make([]map[string]int, n), lenient: lenient, form: form}
 	for i := range n {
 		b.entries[i] = make([]indexEntry, 0, size)
 		b.counts[i] = map[string]int{}

@@ -41,6 +41,7 @@ type cache struct {
 	identifier  InformerNameAndResource
 	provider    InformerMetricsProvider
 	withMetrics bool
+	form        storedForm
 }
 
 var (
@@ -69,6 +70,7 @@ func newCache(keyFunc KeyFunc, indexers Indexers, opts []StoreOption) *cache {
 		tsOpts = append(tsOpts, WithThreadSafeStoreMetrics(c.identifier, c.provider))
 	}
 	c.storage = newThreadSafeMap(indexers, tsOpts...)
+	c.storage.form = c.form
 	return c
 }
 
@@ -167,8 +169,7 @@ func (c *cache) updateKeyed(key string, obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	c.storage.put(key, obj)
-	return nil
+	return c.storage.put(key, obj)
 }
 
 // Delete removes the object with obj's key; an absent key is not an error.
@@ -229,6 +230,7 @@ func (c *cache) Replace(list []interface{}, rv string) error {
 // replacement is what replaceList stored: keys[i] and objs[i] (transformed)
 // for each object kept, in list order, and the content replaced and the new
 // one, both frozen so that the caller can compare them without the lock.
+// Their values are held: read them through the store's view.
 type replacement struct {
 	keys          []string
 	objs          []interface{}
@@ -244,13 +246,13 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 	r.objs = make([]interface{}, 0, len(list))
 	unique := true
 	for _, obj := range list {
-		key, stored, err := c.storable(obj)
+		key, stored, held, err := c.storable(obj)
 		if err != nil {
 			c.storage.objectErrors.Inc()
 			dropped = append(dropped, err)
 			continue
 		}
-		if _, replaced := r.after.Set(e, key, stored); replaced {
+		if _, replaced := r.after.Set(e, key, held); replaced {
 			unique = false
 		}
 		r.keys, r.objs = append(r.keys, key), append(r.objs, stored)
@@ -265,17 +267,19 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 	return r, dropped
 }
 
-// storable returns obj's key and obj as the store keeps it.
-func (c *cache) storable(obj interface{}) (string, interface{}, error) {
-	key, err := c.keyOf(obj)
-	if err != nil {
-		return "", nil, err
+// storable returns obj's key, obj transformed and what the map holds for
+// it.
+func (c *cache) storable(obj interface{}) (key string, stored, held interface{}, err error) {
+	if key, err = c.keyOf(obj); err != nil {
+		return "", nil, nil, err
 	}
-	stored, err := c.transform(obj)
-	if err != nil {
-		return "", nil, err
+	if stored, err = c.transform(obj); err != nil {
+		return "", nil, nil, err
 	}
-	return key, stored, nil
+	if held, err = c.storage.hold(key, stored); err != nil {
+		return "", nil, nil, err
+	}
+	return key, stored, held, nil
 }
 
 // Resync does nothing.

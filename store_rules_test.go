@@ -69,30 +69,30 @@ func storeLabelIndex(label string) IndexFunc {
 }
 
 func TestS1_ConstructorsAndOptions(t *testing.T) {
-	s := NewStore(MetaNamespaceKeyFunc)
+	s := formStore(MetaNamespaceKeyFunc)
 	require.NoError(t, s.Add(newTestPod("ns", "a", "1")))
 	assert.Equal(t, []string{"ns/a"}, s.ListKeys())
 
-	idx := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	idx := formIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	require.NoError(t, idx.Add(newTestPod("ns", "a", "1")))
 	keys, err := idx.IndexKeys(NamespaceIndex, "ns")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ns/a"}, keys)
 
 	p := &storeMetricsProvider{}
-	s = NewStore(MetaNamespaceKeyFunc, WithStoreMetrics(storeReservedID(t), p))
+	s = formStore(MetaNamespaceKeyFunc, WithStoreMetrics(storeReservedID(t), p))
 	require.NoError(t, s.Add(newTestPod("ns", "a", "1234")))
 	assert.Equal(t, 1234.0, p.rv.last)
 
 	unreserved := &storeMetricsProvider{}
-	s = NewStore(MetaNamespaceKeyFunc, WithStoreMetrics(InformerNameAndResource{}, unreserved))
+	s = formStore(MetaNamespaceKeyFunc, WithStoreMetrics(InformerNameAndResource{}, unreserved))
 	require.NoError(t, s.Add(newTestPod("ns", "a", "99")))
 	assert.Zero(t, unreserved.rv.last, "unreserved identities publish nothing")
 }
 
 func TestS2_AddUpdateKeyTransformAndOverwrite(t *testing.T) {
 	var transformed int
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"app": storeLabelIndex("app")}, WithTransformer(func(obj interface{}) (interface{}, error) {
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{"app": storeLabelIndex("app")}, WithTransformer(func(obj interface{}) (interface{}, error) {
 		transformed++
 		if obj.(*v1.Pod).Labels["fail"] == "yes" {
 			return nil, errors.New("no")
@@ -125,7 +125,7 @@ func TestS2_AddUpdateKeyTransformAndOverwrite(t *testing.T) {
 
 func TestS3_Delete(t *testing.T) {
 	transformed := 0
-	s := NewStore(MetaNamespaceKeyFunc, WithTransformer(func(obj interface{}) (interface{}, error) {
+	s := formStore(MetaNamespaceKeyFunc, WithTransformer(func(obj interface{}) (interface{}, error) {
 		transformed++
 		return obj, nil
 	}))
@@ -139,7 +139,7 @@ func TestS3_Delete(t *testing.T) {
 }
 
 func TestS4_GetAndListReturnStoredPointers(t *testing.T) {
-	s := NewStore(MetaNamespaceKeyFunc)
+	s := formStore(MetaNamespaceKeyFunc)
 	p := newTestPod("ns", "a", "1")
 	require.NoError(t, s.Add(p))
 	_, _, err := s.Get(42)
@@ -157,7 +157,7 @@ func TestS4_GetAndListReturnStoredPointers(t *testing.T) {
 }
 
 func TestS5_Replace(t *testing.T) {
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	require.NoError(t, s.Add(newTestPod("old", "a", "1")))
 
 	var keyErr KeyError
@@ -173,21 +173,21 @@ func TestS5_Replace(t *testing.T) {
 	assert.Equal(t, "", s.LastStoreSyncResourceVersion(), "an empty resource version is recorded too")
 	assert.Equal(t, []string{"ns"}, s.ListIndexFuncValues(NamespaceIndex))
 
-	tr := NewStore(MetaNamespaceKeyFunc, WithTransformer(func(interface{}) (interface{}, error) { return nil, errors.New("no") }))
+	tr := formStore(MetaNamespaceKeyFunc, WithTransformer(func(interface{}) (interface{}, error) { return nil, errors.New("no") }))
 	require.EqualError(t, tr.Replace([]interface{}{newTestPod("ns", "b", "2")}, "1"), "transforming: no")
 }
 
 func TestS6_ResyncIsANoOp(t *testing.T) {
-	s := NewStore(MetaNamespaceKeyFunc)
+	s := formStore(MetaNamespaceKeyFunc)
 	require.NoError(t, s.Add(newTestPod("ns", "a", "1")))
 	require.NoError(t, s.Resync())
 	assert.Len(t, s.List(), 1)
-	assert.NoError(t, NewThreadSafeStore(nil, nil).Resync())
+	assert.NoError(t, formThreadSafeStore(nil, nil).Resync())
 }
 
 func TestS7_StoreResourceVersion(t *testing.T) {
 	storeWithAtomicFIFO(t, true)
-	s := NewStore(DeletionHandlingMetaNamespaceKeyFunc)
+	s := formStore(DeletionHandlingMetaNamespaceKeyFunc)
 	require.NoError(t, s.Add(newTestPod("ns", "a", "10")))
 	require.NoError(t, s.Update(newTestPod("ns", "b", "5")))
 	assert.Equal(t, "5", s.LastStoreSyncResourceVersion(), "last write wins, not max")
@@ -200,7 +200,7 @@ func TestS7_StoreResourceVersion(t *testing.T) {
 	require.NoError(t, s.Delete(newTestPod("ns", "absent", "11")))
 	assert.Equal(t, "11", s.LastStoreSyncResourceVersion(), "a meta delete records even if absent")
 
-	ts := NewThreadSafeStore(nil, nil)
+	ts := formThreadSafeStore(nil, nil)
 	ts.Add("x", newTestPod("ns", "x", "3"))
 	ts.Add("raw", "not a meta object")
 	assert.Equal(t, "3", ts.LastStoreSyncResourceVersion(), "non-meta objects do not record")
@@ -249,7 +249,7 @@ func storeState(s Indexer) string {
 func TestS8_IndexFuncErrorLeavesObjectOutOfThatIndexOnly(t *testing.T) {
 	reported := captureReportedErrors(t)
 	flaky := &storeFlakyIndex{}
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"app": flaky.fn, NamespaceIndex: MetaNamespaceIndexFunc})
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{"app": flaky.fn, NamespaceIndex: MetaNamespaceIndexFunc})
 	require.NoError(t, s.Add(newTestPod("ns", "a", "1", "app", "x")))
 	require.NoError(t, s.Add(newTestPod("ns", "b", "1", "app", "x")))
 	assert.Equal(t, "[ns/a ns/b] app=x:[ns/a ns/b] namespace=ns:[ns/a ns/b]", storeState(s))
@@ -291,8 +291,8 @@ func TestS8_ClientGoNamespaceIndexFuncIndexesLikeOurs(t *testing.T) {
 		}
 		return MetaNamespaceKeyFunc(obj)
 	}
-	theirs := NewIndexer(byString, Indexers{NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
-	ours := NewIndexer(byString, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	theirs := formIndexer(byString, Indexers{NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
+	ours := formIndexer(byString, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	for _, s := range []Indexer{theirs, ours} {
 		require.True(t, s.(*cache).storage.indexers.Load().byNamespace[0], "takes the in-place namespace path")
 		require.NoError(t, s.Add(newTestPod("ns1", "a", "1")))
@@ -316,7 +316,7 @@ func TestS9_Index(t *testing.T) {
 		p := obj.(*v1.Pod)
 		return []string{p.Labels["a"], p.Labels["b"]}, nil
 	}
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"multi": multi, NamespaceIndex: MetaNamespaceIndexFunc})
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{"multi": multi, NamespaceIndex: MetaNamespaceIndexFunc})
 	_, err := s.Index("nope", newTestPod("ns", "a", "1"))
 	require.EqualError(t, err, "Index with name nope does not exist")
 	_, err = s.Index(NamespaceIndex, 42)
@@ -329,7 +329,7 @@ func TestS9_Index(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ns/p1", "ns/p2"}, storeModelKeysOf(objs), "shared values are deduplicated")
 
-	none := NewIndexer(MetaNamespaceKeyFunc, Indexers{"none": func(interface{}) ([]string, error) { return nil, nil }})
+	none := formIndexer(MetaNamespaceKeyFunc, Indexers{"none": func(interface{}) ([]string, error) { return nil, nil }})
 	objs, err = none.Index("none", newTestPod("ns", "a", "1"))
 	require.NoError(t, err)
 	assert.NotNil(t, objs)
@@ -337,7 +337,7 @@ func TestS9_Index(t *testing.T) {
 }
 
 func TestS10_ByIndexAndIndexKeys(t *testing.T) {
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	_, err := s.ByIndex("nope", "x")
 	require.EqualError(t, err, "Index with name nope does not exist")
 	_, err = s.IndexKeys("nope", "x")
@@ -360,12 +360,12 @@ func TestS10_ByIndexAndIndexKeys(t *testing.T) {
 }
 
 func TestS11_ListIndexFuncValuesOfUnknownIndex(t *testing.T) {
-	s := NewIndexer(MetaNamespaceKeyFunc, nil)
+	s := formIndexer(MetaNamespaceKeyFunc, nil)
 	assert.Empty(t, s.ListIndexFuncValues("nope"))
 }
 
 func TestS12_GetIndexers(t *testing.T) {
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	got := s.GetIndexers()
 	require.Len(t, got, 1)
 	assert.NotNil(t, got[NamespaceIndex])
@@ -375,7 +375,7 @@ func TestS12_GetIndexers(t *testing.T) {
 }
 
 func TestS13_AddIndexers(t *testing.T) {
-	s := NewIndexer(MetaNamespaceKeyFunc, nil)
+	s := formIndexer(MetaNamespaceKeyFunc, nil)
 	require.NoError(t, s.Add(newTestPod("ns", "a", "1", "app", "x")))
 	require.NoError(t, s.AddIndexers(Indexers{"app": storeLabelIndex("app")}), "works on a store built with nil Indexers")
 	keys, err := s.IndexKeys("app", "x")
@@ -389,7 +389,7 @@ func TestS13_AddIndexers(t *testing.T) {
 
 func TestS14_StoreTransaction(t *testing.T) {
 	transformed := 0
-	s := NewStore(MetaNamespaceKeyFunc, WithTransformer(func(obj interface{}) (interface{}, error) {
+	s := formStore(MetaNamespaceKeyFunc, WithTransformer(func(obj interface{}) (interface{}, error) {
 		transformed++
 		return obj, nil
 	}))
@@ -419,7 +419,7 @@ func TestS14_StoreTransaction(t *testing.T) {
 
 func TestS15_ThreadSafeStoreTransactionVersion(t *testing.T) {
 	storeWithAtomicFIFO(t, true)
-	ts := NewThreadSafeStore(nil, nil).(ThreadSafeStoreWithTransaction)
+	ts := formThreadSafeStore(nil, nil).(ThreadSafeStoreWithTransaction)
 	ts.Bookmark("1")
 	ts.Transaction()
 	assert.Equal(t, "1", ts.LastStoreSyncResourceVersion(), "an empty transaction is a no-op")
@@ -436,7 +436,7 @@ func TestS15_ThreadSafeStoreTransactionVersion(t *testing.T) {
 func TestS16_ThreadSafeStore(t *testing.T) {
 	storeWithAtomicFIFO(t, true)
 	p := &storeMetricsProvider{}
-	ts := NewThreadSafeStore(Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, Indices{}, WithThreadSafeStoreMetrics(storeReservedID(t), p))
+	ts := formThreadSafeStore(Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, Indices{}, WithThreadSafeStoreMetrics(storeReservedID(t), p))
 	a := newTestPod("ns", "a", "1234567890123456789")
 	ts.Add("ns/a", a)
 	assert.Equal(t, float64(567890123456789), p.rv.last, "the metric is the last 15 digits")
@@ -464,7 +464,7 @@ func TestS16_ThreadSafeStore(t *testing.T) {
 }
 
 func TestStoreRejectsNilObjects(t *testing.T) {
-	s := NewStore(func(interface{}) (string, error) { return "k", nil })
+	s := formStore(func(interface{}) (string, error) { return "k", nil })
 	var keyErr KeyError
 	require.ErrorAs(t, s.Add(nil), &keyErr)
 	require.ErrorAs(t, s.Update((*v1.Pod)(nil)), &keyErr)
@@ -482,7 +482,7 @@ func TestTypedIndexerFuncRejectsWrongTypes(t *testing.T) {
 	assert.Equal(t, []string{"a"}, vals)
 	_, err = idx["name"](&v1.Service{})
 	require.EqualError(t, err, "index function expects *v1.Pod, got *v1.Service")
-	s := NewIndexer(MetaNamespaceKeyFunc, idx)
+	s := formIndexer(MetaNamespaceKeyFunc, idx)
 	reported := captureReportedErrors(t)
 	require.NoError(t, s.Add(&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc"}}))
 	assert.Equal(t, []string{"Object stored but left out of an index: index function expects *v1.Pod, got *v1.Service [key svc index name]"}, reported.take())
@@ -491,7 +491,7 @@ func TestTypedIndexerFuncRejectsWrongTypes(t *testing.T) {
 }
 
 func TestM1_Listers(t *testing.T) {
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	for _, p := range []*v1.Pod{
 		newTestPod("a", "p1", "1", "app", "x"), newTestPod("a", "p2", "1", "app", "y"), newTestPod("b", "p3", "1", "app", "x"),
 	} {
@@ -509,17 +509,17 @@ func TestM1_Listers(t *testing.T) {
 	assert.Equal(t, []string{"a/p1"}, collect(func(f AppendFunc) error { return ListAllByNamespace(s, "a", sel, f) }))
 	assert.Len(t, collect(func(f AppendFunc) error { return ListAllByNamespace(s, "", labels.Everything(), f) }), 3)
 
-	noIndex := NewStore(MetaNamespaceKeyFunc)
+	noIndex := formStore(MetaNamespaceKeyFunc)
 	for _, obj := range s.List() {
 		require.NoError(t, noIndex.Add(obj))
 	}
-	scanning := NewIndexer(MetaNamespaceKeyFunc, nil)
+	scanning := formIndexer(MetaNamespaceKeyFunc, nil)
 	require.NoError(t, scanning.Replace(noIndex.List(), "1"))
 	assert.Equal(t, []string{"a/p1", "a/p2"}, collect(func(f AppendFunc) error {
 		return ListAllByNamespace(scanning, "a", labels.Everything(), f)
 	}), "without the namespace index every object is scanned")
 
-	raw := NewStore(func(interface{}) (string, error) { return "raw", nil })
+	raw := formStore(func(interface{}) (string, error) { return "raw", nil })
 	require.NoError(t, raw.Add("not meta"))
 	require.Error(t, ListAll(raw, sel, func(interface{}) {}))
 	require.NoError(t, ListAll(raw, labels.Everything(), func(interface{}) {}))
@@ -529,7 +529,7 @@ func TestM1_Listers(t *testing.T) {
 	all, err := l.List(labels.Everything())
 	require.NoError(t, err)
 	assert.Len(t, all, 3)
-	none, err := NewGenericLister(NewIndexer(MetaNamespaceKeyFunc, nil), gr).List(labels.Everything())
+	none, err := NewGenericLister(formIndexer(MetaNamespaceKeyFunc, nil), gr).List(labels.Everything())
 	require.NoError(t, err)
 	assert.Nil(t, none)
 	obj, err := l.Get("a/p1")
@@ -554,7 +554,7 @@ func TestM1_Listers(t *testing.T) {
 func TestS8_ThreadSafeStoreStoresUnindexableObjects(t *testing.T) {
 	reported := captureReportedErrors(t)
 	flaky := &storeFlakyIndex{}
-	ts := NewThreadSafeStore(Indexers{"app": flaky.fn}, nil)
+	ts := formThreadSafeStore(Indexers{"app": flaky.fn}, nil)
 	ts.Add("ns/a", newTestPod("ns", "a", "1", "app", "x"))
 	ts.Update("ns/a", newTestPod("ns", "a", "2", "bad", "yes"))
 	got, ok := ts.Get("ns/a")
@@ -577,7 +577,7 @@ func TestS8_ThreadSafeStoreStoresUnindexableObjects(t *testing.T) {
 func TestS14_TransactionSkipsOnlyFailingWrites(t *testing.T) {
 	reported := captureReportedErrors(t)
 	flaky := &storeFlakyIndex{}
-	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{"app": flaky.fn})
+	s := formIndexer(MetaNamespaceKeyFunc, Indexers{"app": flaky.fn})
 	txErr := s.(TransactionStore).Transaction(
 		Transaction{Object: newTestPod("ns", "a", "1", "app", "x"), Type: TransactionTypeAdd},
 		Transaction{Object: newTestPod("ns", "b", "2", "bad", "yes"), Type: TransactionTypeAdd},

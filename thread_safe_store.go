@@ -1,17 +1,11 @@
 package cache
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/features"
 
 	"github.com/openinformer/cache/internal/hashmap"
@@ -72,8 +66,11 @@ type threadSafeMap struct {
 	rv       string
 	rvMetric GaugeMetric
 	// objectErrors counts the index entries left out because an index
-	// function failed.
+	// function failed, and the objects the form refused.
 	objectErrors CounterMetric
+	// form converts between callers' objects and what items holds; nil
+	// holds them as they are. Set at construction, never changed.
+	form storedForm
 }
 
 var (
@@ -144,7 +141,7 @@ func (s *threadSafeMap) recordRVLocked(rv storeRV) {
 		return
 	}
 	s.rv = rv.rv
-	if _, off := s.rvMetric.(noopMetric); off {
+	if metricOff(s.rvMetric) {
 		return
 	}
 	digits := rv.rv
@@ -160,177 +157,26 @@ func (s *threadSafeMap) recordRVLocked(rv storeRV) {
 	}
 }
 
-// Add stores obj under key; it is Update.
-func (s *threadSafeMap) Add(key string, obj interface{}) {
-	s.Update(key, obj)
-}
-
-// Update stores obj under key. An index function that fails on obj leaves
-// it out of that index only (client-go panics); see reportIndexFailures.
-func (s *threadSafeMap) Update(key string, obj interface{}) {
-	s.put(key, obj)
-}
-
-// put stores obj under key, in every index whose function succeeds on it.
-func (s *threadSafeMap) put(key string, obj interface{}) {
-	var buf [4][]string
-	set := s.indexers.Load()
-	vals, fails := set.values(buf[:0], key, obj)
-	rv := rvOf(obj)
-	s.lockForWrite()
-	if cur := s.indexers.Load(); cur != set {
-		set = cur
-		vals, fails = set.values(buf[:0], key, obj)
-	}
-	s.putLocked(set, key, obj, vals)
-	s.recordRVLocked(rv)
-	s.mu.Unlock()
-	s.reportIndexFailures(fails)
-}
-
-// reportIndexFailures reports and counts each index entry a write left out.
-// The write itself succeeded: one object's bad index value must cost
-// neither that object's other indexes nor any other object.
-func (s *threadSafeMap) reportIndexFailures(fails []error) {
-	for _, err := range fails {
-		s.objectErrors.Inc()
-		var ie *indexError
-		if errors.As(err, &ie) {
-			utilruntime.HandleErrorWithContext(context.TODO(), ie.err, "Object stored but left out of an index", "key", ie.key, "index", ie.index)
-		}
-	}
-}
-
-func (s *threadSafeMap) putLocked(set *indexerSet, key string, obj interface{}, vals [][]string) {
-	old, existed := s.items.Set(s.epoch, key, obj)
-	for i := range s.indexes {
-		s.reindexLocked(set, i, key, old, existed, obj, vals[i])
-	}
-}
-
-// reindexLocked moves key within index i from the values of old (if it
-// existed) to vals. Should the index function now fail on the stored
-// object, the key is found by a scan instead, so a write never fails
-// half-way.
-func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old interface{}, existed bool, obj interface{}, vals []string) {
-	idx := &s.indexes[i]
-	if set.byNamespace[i] {
-		s.reindexNamespaceLocked(idx, key, old, existed, obj)
-		return
-	}
-	if existed && old != nil {
-		oldVals, err := set.fns[i](old)
-		switch {
-		case err != nil:
-			s.removeEverywhereLocked(idx, key)
-		case slices.Equal(oldVals, vals):
-			return
-		default:
-			for _, v := range oldVals {
-				s.removeFromValueLocked(idx, v, key)
-			}
-		}
-	}
-	for _, v := range vals {
-		s.addToValueLocked(idx, v, key)
-	}
-}
-
-// reindexNamespaceLocked is reindexLocked for MetaNamespaceIndexFunc. An
-// obj that is nil or has no namespace is in no namespace.
-func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, old interface{}, existed bool, obj interface{}) {
-	var ns string
-	indexed := false
-	if obj != nil {
-		if m, err := accessor(obj); err == nil {
-			ns, indexed = m.GetNamespace(), true
-		}
-	}
-	if existed && old != nil {
-		oldMeta, err := accessor(old)
-		switch {
-		case err != nil:
-			s.removeEverywhereLocked(idx, key)
-		case indexed && ns == oldMeta.GetNamespace():
-			return
-		default:
-			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key)
-		}
-	}
-	if indexed {
-		s.addToValueLocked(idx, ns, key)
-	}
-}
-
-func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string) {
-	members, _ := idx.Ref(s.epoch, value)
-	members.Set(s.epoch, key, struct{}{})
-}
-
-func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string) {
-	members := idx.Existing(s.epoch, value)
-	if members == nil {
-		return
-	}
-	if _, ok := members.Delete(s.epoch, key); ok && members.Len() == 0 {
-		idx.Delete(s.epoch, value)
-	}
-}
-
-func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string) {
-	var holding []string
-	idx.Range(func(value string, members keySet) bool {
-		if _, ok := members.Get(key); ok {
-			holding = append(holding, value)
-		}
-		return true
-	})
-	for _, v := range holding {
-		s.removeFromValueLocked(idx, v, key)
-	}
-}
-
-// Delete removes key; it does not change the store's resource version.
-func (s *threadSafeMap) Delete(key string) {
-	s.DeleteWithObject(key, nil)
-}
-
-// DeleteWithObject removes key and, if obj is a meta object, records its
-// resource version even when key was absent.
-func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
-	var rv storeRV
-	if obj != nil {
-		rv = rvOf(obj)
-	}
-	s.lockForWrite()
-	defer s.mu.Unlock()
-	s.deleteLocked(s.indexers.Load(), key)
-	s.recordRVLocked(rv)
-}
-
-func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) {
-	old, ok := s.items.Delete(s.epoch, key)
-	if !ok {
-		return
-	}
-	for i := range s.indexes {
-		s.reindexLocked(set, i, key, old, true, nil, nil)
-	}
-}
-
 // Get returns the object stored under key.
 func (s *threadSafeMap) Get(key string) (item interface{}, exists bool) {
 	s.mu.Lock()
-	item, exists = s.items.Get(key)
+	held, exists := s.items.Get(key)
 	s.mu.Unlock()
-	return item, exists
+	if !exists {
+		return nil, false
+	}
+	return s.view(key, held)
 }
 
 // getStored is Get that also returns the key as the map stores it.
 func (s *threadSafeMap) getStored(key string) (stored string, item interface{}, exists bool) {
 	s.mu.Lock()
-	stored, item, exists = s.items.GetKey(key)
+	stored, held, exists := s.items.GetKey(key)
 	s.mu.Unlock()
+	if !exists {
+		return "", nil, false
+	}
+	item, exists = s.view(stored, held)
 	return stored, item, exists
 }
 
@@ -341,7 +187,7 @@ func (s *threadSafeMap) List() []interface{} {
 	if s.shareIfLargeLocked(items.Len(), scanUnderLock) {
 		defer s.mu.Unlock()
 	}
-	return items.AppendValues(make([]interface{}, 0, items.Len()))
+	return s.appendObjects(make([]interface{}, 0, items.Len()), items)
 }
 
 // ListKeys returns every key, from one consistent state.
@@ -367,44 +213,7 @@ func (s *threadSafeMap) membersValues(pick func() (keySet, error)) ([]interface{
 	if s.shareIfLargeLocked(members.Len(), copyUnderLock) {
 		defer s.mu.Unlock()
 	}
-	return hashmap.AppendValuesOf(make([]interface{}, 0, members.Len()), items, members), nil
-}
-
-// Replace swaps the whole content for items and sets the resource version.
-// An index function that fails on an item leaves it out of that index only
-// (client-go panics).
-func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion string) {
-	e := hashmap.NewEpoch()
-	m := hashmap.Sized[any](e, len(items))
-	for key, obj := range items {
-		m.Set(e, key, obj)
-	}
-	s.replace(m, e, resourceVersion, listOrder{})
-}
-
-// replace makes items, built in epoch e and seen by no one else, the new
-// content, and returns the content it replaced. The indexes are built
-// before the lock is taken (if the indexers change meanwhile they are built
-// again), so readers and writers are held up only for the swap. Both the
-// old and the new content are frozen: the caller may read them freely.
-func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string, order listOrder) hashmap.Map[any] {
-	for {
-		set := s.indexers.Load()
-		b := newIndexBuilder(set, 0, items.Len(), true)
-		indexes, _ := b.buildFrom(items, e, order)
-		s.mu.Lock()
-		if s.indexers.Load() != set {
-			s.mu.Unlock()
-			continue
-		}
-		before := s.items
-		s.items, s.indexes, s.epoch = items, indexes, e
-		s.frozen = true
-		s.recordRVLocked(storeRV{rv: rv, set: true})
-		s.mu.Unlock()
-		s.reportIndexFailures(b.fails)
-		return before
-	}
+	return s.appendObjectsOf(make([]interface{}, 0, members.Len()), items, members), nil
 }
 
 // Index returns the stored objects that share any of obj's values in the
@@ -452,7 +261,7 @@ func (s *threadSafeMap) union(i int, vals []string) []interface{} {
 			return true
 		})
 	}
-	return hashmap.AppendValuesOf(make([]interface{}, 0, merged.Len()), items, merged)
+	return s.appendObjectsOf(make([]interface{}, 0, merged.Len()), items, merged)
 }
 
 // membersLocked returns the keySet of value in the named index; the caller
@@ -512,29 +321,6 @@ func (s *threadSafeMap) GetIndexers() Indexers {
 	return s.indexers.Load().funcs
 }
 
-// AddIndexers adds index functions and indexes the stored items with them.
-// A name already in use is a conflict and nothing is added; so is an index
-// function that fails on a stored item.
-func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
-	if len(newIndexers) == 0 {
-		return nil
-	}
-	s.lockForWrite()
-	defer s.mu.Unlock()
-	cur := s.indexers.Load()
-	if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
-		return fmt.Errorf("indexer conflict: %v", common)
-	}
-	next := cur.with(newIndexers)
-	added, err := newIndexBuilder(next, len(cur.fns), s.items.Len(), false).buildFrom(s.items, s.epoch, listOrder{})
-	if err != nil {
-		return err
-	}
-	s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
-	s.indexers.Store(next)
-	return nil
-}
-
 // Resync does nothing.
 func (s *threadSafeMap) Resync() error {
 	return nil
@@ -556,78 +342,4 @@ func (s *threadSafeMap) LastStoreSyncResourceVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rv
-}
-
-// Transaction applies txns in order under one lock. An index function that
-// fails on a written object leaves it out of that index only (client-go
-// panics); a write of unknown type is skipped and logged.
-func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
-	for _, f := range s.transaction(txns) {
-		utilruntime.HandleErrorWithContext(context.TODO(), f.err, "Transaction write skipped", "key", txns[f.pos].Key)
-	}
-}
-
-// txnFailure is a transaction write that was not applied.
-type txnFailure struct {
-	pos int
-	err error
-}
-
-// transaction applies txns under one lock and returns the writes it
-// skipped. The store's resource version becomes that of the last applied
-// write's object, if it has one.
-func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFailure {
-	if len(txns) == 0 {
-		return nil
-	}
-	set := s.indexers.Load()
-	vals, failures, indexFails := txnValues(set, txns)
-	s.lockForWrite()
-	if cur := s.indexers.Load(); cur != set {
-		set = cur
-		vals, failures, indexFails = txnValues(set, txns)
-	}
-	s.commitLocked(set, txns, vals, failures)
-	s.mu.Unlock()
-	s.reportIndexFailures(indexFails)
-	return failures
-}
-
-// commitLocked applies every write of txns but the failed ones.
-func (s *threadSafeMap) commitLocked(set *indexerSet, txns []ThreadSafeStoreTransaction, vals [][]string, failed []txnFailure) {
-	var rv storeRV
-	n := len(set.fns)
-	for i, t := range txns {
-		if len(failed) > 0 && failed[0].pos == i {
-			failed = failed[1:]
-			continue
-		}
-		if t.Type == TransactionTypeDelete {
-			s.deleteLocked(set, t.Key)
-		} else {
-			s.putLocked(set, t.Key, t.Object, vals[i*n:(i+1)*n])
-		}
-		rv = rvOf(t.Object)
-	}
-	s.recordRVLocked(rv)
-}
-
-// txnValues computes the index values of every Add and Update, write i's
-// at vals[i*n:(i+1)*n] for n index functions, in one allocation for the
-// batch. Writes that cannot be applied are listed, in order, in failures;
-// the index entries left out of applied writes in indexFails.
-func txnValues(set *indexerSet, txns []ThreadSafeStoreTransaction) (vals [][]string, failures []txnFailure, indexFails []error) {
-	n := len(set.fns)
-	vals = make([][]string, len(txns)*n)
-	for i, t := range txns {
-		switch t.Type {
-		case TransactionTypeAdd, TransactionTypeUpdate:
-			_, fails := set.values(vals[i*n:i*n:(i+1)*n], t.Key, t.Object)
-			indexFails = append(indexFails, fails...)
-		case TransactionTypeDelete:
-		default:
-			failures = append(failures, txnFailure{i, fmt.Errorf("unknown transaction type %q", t.Type)})
-		}
-	}
-	return vals, failures, indexFails
 }

@@ -1,0 +1,185 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientcache "k8s.io/client-go/tools/cache"
+)
+
+// These tests prove the storedForm seam: under a form that boxes every
+// object, a store must behave exactly as without one. A read that skipped
+// view would hand a box to the caller and a write that skipped hold would
+// put a bare object in the map; either fails the store's tests.
+
+// testStoredForm is the form the store rule tests build their stores with;
+// nil while they run as written, a boxForm under TestStoreRulesBoxed.
+var testStoredForm storedForm
+
+// box is what boxForm holds for an object.
+type box struct {
+	key string
+	obj any
+}
+
+// boxForm holds each object in a box and tracks which keys the map holds,
+// so that a missed drop shows. refuse, if set, names objects it refuses.
+type boxForm struct {
+	mu     sync.Mutex
+	live   map[string]bool
+	refuse func(obj any) bool
+}
+
+func newBoxForm() *boxForm { return &boxForm{live: map[string]bool{}} }
+
+func (f *boxForm) hold(key string, obj any) (any, error) {
+	if f.refuse != nil && f.refuse(obj) {
+		return nil, errors.New("refused by the test form")
+	}
+	f.mu.Lock()
+	f.live[key] = true
+	f.mu.Unlock()
+	return &box{key: key, obj: obj}, nil
+}
+
+func (f *boxForm) view(key string, held any) (any, error) {
+	b, ok := held.(*box)
+	if !ok {
+		return nil, fmt.Errorf("held value of %q is not boxed: %T", key, held)
+	}
+	if b.key != key {
+		return nil, fmt.Errorf("held value of %q was boxed for %q", key, b.key)
+	}
+	return b.obj, nil
+}
+
+func (f *boxForm) drop(key string) {
+	f.mu.Lock()
+	delete(f.live, key)
+	f.mu.Unlock()
+}
+
+// liveKeys returns, sorted, the keys held and not dropped.
+func (f *boxForm) liveKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	keys := make([]string, 0, len(f.live))
+	for k := range f.live {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func withTestForm(opts []StoreOption) []StoreOption {
+	if testStoredForm == nil {
+		return opts
+	}
+	return append(opts, withStoredForm(testStoredForm))
+}
+
+func formStore(keyFunc KeyFunc, opts ...StoreOption) Store {
+	return NewStore(keyFunc, withTestForm(opts)...)
+}
+
+func formIndexer(keyFunc KeyFunc, indexers Indexers, opts ...StoreOption) Indexer {
+	return NewIndexer(keyFunc, indexers, withTestForm(opts)...)
+}
+
+func formThreadSafeStore(indexers Indexers, indices Indices, opts ...ThreadSafeStoreOption) ThreadSafeStore {
+	if testStoredForm != nil {
+		opts = append(opts, withThreadSafeStoredForm(testStoredForm))
+	}
+	return NewThreadSafeStore(indexers, indices, opts...)
+}
+
+// TestStoreRulesBoxed runs the store rule tests again with every store
+// holding its objects boxed.
+func TestStoreRulesBoxed(t *testing.T) {
+	testStoredForm = newBoxForm()
+	defer func() { testStoredForm = nil }()
+	for name, test := range map[string]func(*testing.T){
+		"S1": TestS1_ConstructorsAndOptions, "S2": TestS2_AddUpdateKeyTransformAndOverwrite,
+		"S3": TestS3_Delete, "S4": TestS4_GetAndListReturnStoredPointers, "S5": TestS5_Replace,
+		"S6": TestS6_ResyncIsANoOp, "S7": TestS7_StoreResourceVersion,
+		"S8": TestS8_IndexFuncErrorLeavesObjectOutOfThatIndexOnly, "S8ClientGo": TestS8_ClientGoNamespaceIndexFuncIndexesLikeOurs,
+		"S8ThreadSafe": TestS8_ThreadSafeStoreStoresUnindexableObjects, "S9": TestS9_Index,
+		"S10": TestS10_ByIndexAndIndexKeys, "S11": TestS11_ListIndexFuncValuesOfUnknownIndex,
+		"S12": TestS12_GetIndexers, "S13": TestS13_AddIndexers, "S14": TestS14_StoreTransaction,
+		"S14Skips": TestS14_TransactionSkipsOnlyFailingWrites, "S15": TestS15_ThreadSafeStoreTransactionVersion,
+		"S16": TestS16_ThreadSafeStore, "NilObjects": TestStoreRejectsNilObjects,
+		"TypedIndexer": TestTypedIndexerFuncRejectsWrongTypes, "M1": TestM1_Listers,
+	} {
+		t.Run(name, test)
+	}
+}
+
+// TestStoreModelBoxed runs the randomized model and the differential test
+// against client-go with our store holding its objects boxed, and checks
+// that the form was told about every key that left the map.
+func TestStoreModelBoxed(t *testing.T) {
+	for seed := int64(1); seed <= 6; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		form := newBoxForm()
+		ours := NewIndexer(MetaNamespaceKeyFunc, storeModelIndexers(), withStoredForm(form))
+		theirs := clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, storeModelIndexers())
+		m := newStoreModel()
+		for rv := 1; rv <= 150; rv++ {
+			step := storeModelStep(r, rv, []Indexer{ours, theirs}, m)
+			name := fmt.Sprintf("seed %d step %d %s", seed, rv, step)
+			storeModelCheck(t, name+" (client-go)", theirs, m)
+			storeModelCheck(t, name, ours, m)
+			require.Equal(t, storeModelSorted(ours.ListKeys()), form.liveKeys(), "%s: keys the form holds", name)
+		}
+	}
+}
+
+// TestStoredFormRefusalCostsOnlyThatObject checks every write path with a
+// form that refuses some objects: the refused one is not stored and said
+// so, the others are stored.
+func TestStoredFormRefusalCostsOnlyThatObject(t *testing.T) {
+	form := newBoxForm()
+	form.refuse = func(obj any) bool { return strings.HasPrefix(mustName(obj), "bad") }
+	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, withStoredForm(form))
+	good, bad := newTestPod("ns", "good", "1"), newTestPod("ns", "bad", "1")
+
+	require.NoError(t, s.Add(good))
+	assert.ErrorContains(t, s.Add(bad), "refused by the test form")
+	assert.Equal(t, []string{"ns/good"}, storeSortedKeys(s))
+
+	err := s.Replace([]any{bad, good, newTestPod("ns", "other", "2")}, "2")
+	assert.ErrorContains(t, err, "refused by the test form")
+	assert.Equal(t, []string{"ns/good", "ns/other"}, storeSortedKeys(s))
+
+	txErr := s.(TransactionStore).Transaction(
+		Transaction{Type: TransactionTypeAdd, Object: newTestPod("ns", "bad2", "3")},
+		Transaction{Type: TransactionTypeDelete, Object: good},
+	)
+	require.NotNil(t, txErr)
+	assert.Equal(t, []int{1}, txErr.SuccessfulIndices)
+	assert.Equal(t, []string{"ns/other"}, storeSortedKeys(s))
+	byNS, err := s.ByIndex(NamespaceIndex, "ns")
+	require.NoError(t, err)
+	assert.Len(t, byNS, 1)
+	assert.Equal(t, []string{"ns/other"}, form.liveKeys())
+
+	ts := NewThreadSafeStore(nil, nil, withThreadSafeStoredForm(form))
+	ts.Update("k", bad)
+	ts.Replace(map[string]any{"a": bad, "b": good}, "4")
+	assert.Equal(t, []string{"b"}, ts.ListKeys(), "a refused object is left out, the others stored")
+}
+
+func mustName(obj any) string {
+	m, err := accessor(obj)
+	if err != nil {
+		panic(err)
+	}
+	return m.GetName()
+}

@@ -1,0 +1,136 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+)
+
+// Transaction applies txns in order under one lock. An index function that
+// fails on a written object leaves it out of that index only (client-go
+// panics); a write of unknown type is skipped and logged.
+func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
+	for _, f := range s.transaction(txns) {
+		utilruntime.HandleErrorWithContext(context.TODO(), f.err, "Transaction write skipped", "key", txns[f.pos].Key)
+	}
+}
+
+// txnFailure is a transaction write that was not applied.
+type txnFailure struct {
+	pos int
+	err error
+}
+
+// txnPlan is what a transaction computes before taking the lock: held[i]
+// is write i's object as the map keeps it (held is nil when the store has
+// no form), vals[i*n:(i+1)*n] its values for n index functions; the writes
+// that cannot be applied are listed, in order, in failures, and the index
+// entries left out of applied writes in indexFails.
+type txnPlan struct {
+	held       []any
+	vals       [][]string
+	failures   []txnFailure
+	indexFails []error
+}
+
+// transaction applies txns under one lock and returns the writes it
+// skipped. The store's resource version becomes that of the last applied
+// write's object, if it has one.
+func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFailure {
+	if len(txns) == 0 {
+		return nil
+	}
+	var p txnPlan
+	s.holdTxns(&p, txns)
+	set := s.indexers.Load()
+	p.values(set, txns)
+	s.lockForWrite()
+	if cur := s.indexers.Load(); cur != set {
+		set = cur
+		p.values(set, txns)
+	}
+	s.commitLocked(set, txns, &p)
+	s.mu.Unlock()
+	s.reportIndexFailures(p.indexFails)
+	return p.failures
+}
+
+// holdTxns checks the type of every write and holds the object of every
+// Add and Update.
+func (s *threadSafeMap) holdTxns(p *txnPlan, txns []ThreadSafeStoreTransaction) {
+	if s.form != nil {
+		p.held = make([]any, len(txns))
+	}
+	for i, t := range txns {
+		switch t.Type {
+		case TransactionTypeAdd, TransactionTypeUpdate:
+			if s.form == nil {
+				continue
+			}
+			held, err := s.hold(t.Key, t.Object)
+			if err != nil {
+				p.failures = append(p.failures, txnFailure{i, err})
+			}
+			p.held[i] = held
+		case TransactionTypeDelete:
+		default:
+			p.failures = append(p.failures, txnFailure{i, fmt.Errorf("unknown transaction type %q", t.Type)})
+		}
+	}
+}
+
+// commitLocked applies every write of txns but the failed ones.
+func (s *threadSafeMap) commitLocked(set *indexerSet, txns []ThreadSafeStoreTransaction, p *txnPlan) {
+	var rv storeRV
+	var deleted []string
+	n := len(set.fns)
+	failed := p.failures
+	for i, t := range txns {
+		if len(failed) > 0 && failed[0].pos == i {
+			failed = failed[1:]
+			continue
+		}
+		switch {
+		case t.Type == TransactionTypeDelete:
+			if s.deleteLocked(set, t.Key) && s.form != nil {
+				deleted = append(deleted, t.Key)
+			}
+		case p.held == nil:
+			s.putLocked(set, t.Key, t.Object, t.Object, p.vals[i*n:(i+1)*n])
+		default:
+			s.putLocked(set, t.Key, p.held[i], t.Object, p.vals[i*n:(i+1)*n])
+		}
+		rv = rvOf(t.Object)
+	}
+	s.recordRVLocked(rv)
+	s.dropDeletedLocked(deleted)
+}
+
+// dropDeletedLocked tells the form about the keys a transaction deleted
+// and did not write again.
+func (s *threadSafeMap) dropDeletedLocked(deleted []string) {
+	for _, key := range deleted {
+		if _, back := s.items.Get(key); !back {
+			s.dropLocked(key)
+		}
+	}
+}
+
+// values computes the index values of every Add and Update not failed, in
+// one allocation for the batch.
+func (p *txnPlan) values(set *indexerSet, txns []ThreadSafeStoreTransaction) {
+	n := len(set.fns)
+	p.vals, p.indexFails = make([][]string, len(txns)*n), nil
+	failed := p.failures
+	for i, t := range txns {
+		if len(failed) > 0 && failed[0].pos == i {
+			failed = failed[1:]
+			continue
+		}
+		if t.Type == TransactionTypeAdd || t.Type == TransactionTypeUpdate {
+			_, fails := set.values(p.vals[i*n:i*n:(i+1)*n], t.Key, t.Object)
+			p.indexFails = append(p.indexFails, fails...)
+		}
+	}
+}
