@@ -37,15 +37,15 @@ func compactInformer(hot int) newInformerFunc {
 	}
 }
 
-// TestHeapPerCustomResource measures what each cache keeps per custom
-// resource of about 10 KB, as the API server sends it: each informer syncs
+// TestHeapPerCustomResource measures what each cache keeps per realistic
+// custom resource (about 5.7 KB of JSON), as the API server sends it: each informer syncs
 // alone, is stopped, and its store is measured as the heap that dropping the
 // informer frees (so the API server's share, in the same process, is not
 // counted). Rounds alternate the order; the lowest figure of each is kept.
 func TestHeapPerCustomResource(t *testing.T) {
 	expectOurGoroutinesGone(t)
 	const rounds = 2
-	n := scaled(2000)
+	n := scaled(1000)
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	jsonBytes := createRealisticWidgets(t, client, n)
