@@ -83,7 +83,8 @@ func (f *compactForm) codecFor(obj runtime.Object) (*compact.Codec, error) {
 }
 
 // view returns the hot cache's object for held's bytes or a fresh decode of
-// them, which then goes into the hot cache.
+// them, which goes into the hot cache unless a writer has put the key there
+// (the bytes being viewed may be older than the writer's).
 func (f *compactForm) view(key string, held any) (any, error) {
 	h, ok := held.(*compactHeld)
 	if !ok {
@@ -99,7 +100,7 @@ func (f *compactForm) view(key string, held any) (any, error) {
 		return nil, fmt.Errorf("compact storage cannot read %q back: %w", key, err)
 	}
 	if f.hot != nil {
-		f.hot.Put(key, h.data, obj)
+		f.hot.Offer(key, h.data, obj)
 	}
 	return obj, nil
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,10 +16,11 @@ import (
 	"github.com/openinformer/cache/internal/fixtures"
 )
 
-// TestCompactInitialSyncPeak measures the live heap an informer takes
-// during its initial sync and once synced, over the fake server, for
-// COMPACT_PEAK_PODS fixture pods (skipped when unset: it needs about 2 GB
-// and a minute for 20k pods). Run it without -race:
+// TestCompactInitialSyncPeak measures the live heap an informer holds at
+// the height of its initial sync (when the store has taken the last object
+// of the initial list and the list itself is still alive) and once synced,
+// over the fake server, for COMPACT_PEAK_PODS fixture pods (skipped when
+// unset: 20k pods need about 2 GB and several minutes). Run it without -race:
 //
 //	COMPACT_PEAK_PODS=20000 go test -run TestCompactInitialSyncPeak -v -count=1 .
 func TestCompactInitialSyncPeak(t *testing.T) {
@@ -45,30 +47,60 @@ func liveHeap() uint64 {
 	return m.HeapAlloc
 }
 
-// syncHeap runs one informer over n pods and returns the largest live heap
-// seen, collection after collection, while it synced and the live heap once
-// synced, both beyond what the server and the test held before.
+// peakForm wraps a store's form (nil: objects held as they are) and
+// measures the live heap when the store holds its n-th object, with the
+// writer stopped, so that nothing allocated meanwhile counts.
+type peakForm struct {
+	inner storedForm
+	n     int64
+	calls atomic.Int64
+	peak  uint64
+}
+
+func (f *peakForm) hold(key string, obj any) (held any, err error) {
+	held = obj
+	if f.inner != nil {
+		held, err = f.inner.hold(key, obj)
+	}
+	if f.calls.Add(1) == f.n {
+		f.peak = liveHeap()
+	}
+	return held, err
+}
+
+func (f *peakForm) view(key string, held any) (any, error) {
+	if f.inner == nil {
+		return held, nil
+	}
+	return f.inner.view(key, held)
+}
+
+func (f *peakForm) drop(key string) {
+	if f.inner != nil {
+		f.inner.drop(key)
+	}
+}
+
+// syncHeap runs one informer over n pods and returns the live heap at the
+// height of its initial sync and once synced, both beyond what the server
+// and the test held before.
 func syncHeap(t *testing.T, n int, listMode bool, mode storageMode) (peak, steady uint64) {
 	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: listMode,
 		Objects: fixtures.Objects(fixtures.Pods(1, n))})
 	base := liveHeap()
 	inf := mode.newInformer(srv, &v1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	storage := inf.(*sharedIndexInformer).indexer.(*cache).storage
+	probe := &peakForm{inner: storage.form, n: int64(n)}
+	storage.form = probe
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
-	var highest uint64
-	go func() {
-		defer wg.Done()
-		for !inf.HasSynced() && ctx.Err() == nil {
-			highest = max(highest, liveHeap())
-		}
-	}()
 	require.True(t, WaitForCacheSync(ctx.Done(), inf.HasSynced))
 	steady = liveHeap()
 	require.Len(t, inf.GetStore().ListKeys(), n)
 	cancel()
 	wg.Wait()
 	runtime.KeepAlive(srv)
-	return max(highest, steady) - base, steady - base
+	return probe.peak - base, steady - base
 }

@@ -208,7 +208,7 @@ func (h *controllerTestHandler) OnDelete(obj interface{}) {
 func newControllerTestApplier() (deltaApplier, *controllerTestHandler) {
 	store := NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{})
 	h := &controllerTestHandler{store: store}
-	return deltaApplier{handler: h, store: store, keyFunc: DeletionHandlingMetaNamespaceKeyFunc}, h
+	return deltaApplier{handler: h, store: store}, h
 }
 
 func TestC6_StoreDecidesAddVersusUpdate(t *testing.T) {
@@ -315,15 +315,30 @@ func TestG1_GatesReadAtRunForSharedInformersAtConstructionForNewInformer(t *test
 }
 
 func TestBatchBuffersComeBackZeroed(t *testing.T) {
-	b := getBatchBuffers(3)
-	b.txns[2] = ThreadSafeStoreTransaction{Key: "ns/a", Transaction: Transaction{Object: newTestPod("ns", "a", "1"), Type: TransactionTypeAdd}}
-	b.notes[2] = notification{kind: addNotification, newObj: newTestPod("ns", "a", "1")}
+	b := getWriteBuffers(3)
+	pod := newTestPod("ns", "a", "1")
+	b.add(0, "ns/a", writeOf(Delta{Type: Added, Object: pod}, nil, false, false))
 	b.release()
+	c := getChangeBuffer()
+	c.changes = append(c.changes, notification{kind: addNotification, newObj: pod})
+	c.release()
 	for range 10 { // the pool may hand back this buffer or a fresh one
-		b = getBatchBuffers(3)
-		assert.Equal(t, make([]ThreadSafeStoreTransaction, 3), b.txns)
-		assert.Equal(t, make([]notification, 3), b.notes)
+		b = getWriteBuffers(3)
+		assert.Empty(t, b.txns)
+		assert.Empty(t, b.notes)
+		for _, txn := range b.txns[:cap(b.txns)] {
+			assert.Zero(t, txn, "no write pinned")
+		}
+		for _, n := range b.notes[:cap(b.notes)] {
+			assert.Zero(t, n, "no change pinned")
+		}
 		b.release()
+		c = getChangeBuffer()
+		assert.Empty(t, c.changes)
+		for _, n := range c.changes[:cap(c.changes)] {
+			assert.Zero(t, n, "no change pinned")
+		}
+		c.release()
 	}
 }
 
@@ -347,4 +362,29 @@ func TestC6_ReplacedAllOnAnyStoreKeepsEveryKeyedObject(t *testing.T) {
 		"store replaced before handlers; deletes first, then list order")
 	assert.Equal(t, []string{"ns/keep", "ns/new"}, storeSortedKeys(a.store))
 	assert.Equal(t, []string{"Object from a relist not stored: couldn't create key for object no meta: object has no meta: object does not implement the Object interfaces []"}, reported.take())
+}
+
+func TestC7_PlainStoreAppliesEachWriteOnItsOwn(t *testing.T) {
+	a, h := newControllerTestApplier()
+	a.store = controllerPlainStore{a.store}
+	h.store = a.store
+	p1, p2 := newTestPod("ns", "a", "1"), newTestPod("ns", "a", "2")
+	require.NoError(t, a.processBatch([]Delta{{Type: Added, Object: p1}, {Type: Added, Object: newTestPod("ns", "b", "1")}}, true))
+	require.NoError(t, a.process(Deltas{{Type: Updated, Object: p2}, {Type: Deleted, Object: p2}}, false))
+	assert.Equal(t, []string{"add ns/a@1 initial", "add ns/b@1 initial", "update ns/a@1->ns/a@2", "delete ns/a@2"}, h.calls)
+	assert.Equal(t, []string{"ns/b"}, storeSortedKeys(a.store))
+
+	h.calls = nil
+	assert.Error(t, a.process(Deltas{{Type: Deleted, Object: "no meta"}, {Type: Deleted, Object: newTestPod("ns", "b", "1")}}, false))
+	assert.Error(t, a.process(Deltas{{Type: Updated, Object: "no meta"}}, false))
+	assert.Empty(t, h.calls, "a failed write gives no change and stops the deltas after it")
+	assert.Equal(t, []string{"ns/b"}, storeSortedKeys(a.store))
+}
+
+func TestC7_OneFailedWriteReturnsItsOwnError(t *testing.T) {
+	a, h := newControllerTestApplier()
+	err := a.processBatch([]Delta{{Type: Added, Object: "no meta"}}, false)
+	var keyErr KeyError
+	assert.ErrorAs(t, err, &keyErr, "a batch of one reports the write's own error")
+	assert.Empty(t, h.calls)
 }

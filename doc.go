@@ -10,7 +10,8 @@
 // # The pipeline
 //
 //	ListerWatcher ──► Reflector ──► queue ──► controller ──► Indexer (the cache)
-//	                                                │
+//	                                                │          applies each batch,
+//	                                                │ ◄──────── returns the changes
 //	                                                ▼
 //	                                         sharedProcessor ──► handlers
 //
@@ -35,9 +36,13 @@
 // New; informers no longer use it, since client-go v0.37.2 locks the
 // InOrderInformers feature gate on.
 //
-// The controller pops the queue in order, in batches where it can, applies
-// each change to the Indexer and decides whether it is an add, an update or
-// a delete by what the Indexer held before, not by what the server said.
+// The controller pops the queue in order, in batches where it can, and
+// hands each batch to the Indexer, which applies it (a batch of writes in
+// one transaction) and returns the changes it made: whether each is an add,
+// an update or a delete is decided by what the Indexer held before, not by
+// what the server said. The controller then hands the changes to the
+// handlers; it never looks inside the store, and the store knows nothing of
+// handlers.
 // The Indexer is a thread-safe store with secondary indexes, built on a
 // persistent map: List, ListKeys, ByIndex and IndexKeys each read one
 // consistent snapshot without holding the lock writers need, so busy
@@ -91,7 +96,10 @@
 // then the informer's blockDeltas (held while a batch is applied and
 // distributed, and while a handler joins or leaves), then the processor's,
 // then one listener's; the store's lock is innermost and never held while
-// calling out. A listener's goroutine takes only its own listener's lock,
+// calling out (but to its storedForm's view and drop, which take no lock
+// of the store). The store takes its lock only inside applyDeltas and its
+// own methods, never across the hand-over of changes: a batch is written,
+// the lock released, and only then are the changes distributed. A listener's goroutine takes only its own listener's lock,
 // never one of the informer: a collapsed backlog is resolved from the
 // notifications it recorded, not from the cache. Each locking type's doc
 // comment says what its locks guard.

@@ -286,7 +286,7 @@ func newObjErrPipeline(id InformerNameAndResource, provider *objectErrorProvider
 		AddFunc:    func(obj interface{}) { p.tell("add", obj) },
 		UpdateFunc: func(_, obj interface{}) { p.tell("update", obj) },
 		DeleteFunc: func(obj interface{}) { p.tell("delete", obj) },
-	}, store: p.store, keyFunc: DeletionHandlingMetaNamespaceKeyFunc}
+	}, store: p.store}
 	return p
 }
 

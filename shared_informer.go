@@ -107,7 +107,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		indexers = Indexers{}
 	}
 	s := &sharedIndexInformer{
-		indexer:           NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, indexers, append(compactStoreOptions(options.Compact), WithStoreMetrics(options.Identifier, options.InformerMetricsProvider))...),
+		indexer:           NewIndexer(informerKeyFunc, indexers, append(compactStoreOptions(options.Compact), WithStoreMetrics(options.Identifier, options.InformerMetricsProvider))...),
 		lw:                lw,
 		objectType:        exampleObject,
 		objectDescription: options.ObjectDescription,
@@ -125,7 +125,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 	}
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
-		keyFunc:       DeletionHandlingMetaNamespaceKeyFunc,
+		keyFunc:       informerKeyFunc,
 		backlogLimit:  options.MaxPendingNotificationsPerHandler,
 		slowThreshold: slow,
 		metrics:       options.HandlerMetricsProvider,
@@ -259,7 +259,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 		identifier:      s.identifier,
 		metricsProvider: s.metricsProvider,
 	})
-	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer, keyFunc: DeletionHandlingMetaNamespaceKeyFunc}
+	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer}
 	ctrl := newController(&Config{
 		Queue:             queue,
 		ListerWatcher:     s.lw,
@@ -463,9 +463,18 @@ func (f informerFanout) OnDelete(obj interface{}) {
 	f.s.processor.distributeOne(notification{kind: deleteNotification, oldObj: obj}, false)
 }
 
-// notifyBatch distributes the notifications of one batch of deltas, in
-// order, handing each listener the whole batch at once.
+// notifyBatch distributes the changes of one batch of deltas, in order, a
+// chunk at a time, so that no listener's lock is held for a whole relist.
 func (f informerFanout) notifyBatch(ns []notification) {
+	for len(ns) > 0 {
+		chunk := ns[:min(len(ns), notificationChunk)]
+		f.distributeChunk(chunk)
+		ns = ns[len(chunk):]
+	}
+}
+
+// distributeChunk hands each listener the whole chunk at once.
+func (f informerFanout) distributeChunk(ns []notification) {
 	var sync []bool
 	for i := range ns {
 		n := &ns[i]

@@ -30,7 +30,8 @@ func WithStoreMetrics(identifier InformerNameAndResource, provider InformerMetri
 }
 
 // cache is the Store and Indexer: a KeyFunc and an optional transformer in
-// front of a threadSafeMap.
+// front of a threadSafeMap. It has no lock of its own: its fields are set
+// at construction, and storage locks itself.
 type cache struct {
 	storage *threadSafeMap
 	keyFunc KeyFunc
@@ -160,13 +161,7 @@ func (c *cache) Update(obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	return c.updateKeyed(key, obj)
-}
-
-// updateKeyed is Update for a caller that already computed obj's key.
-func (c *cache) updateKeyed(key string, obj interface{}) error {
-	obj, err := c.transform(obj)
-	if err != nil {
+	if obj, err = c.transform(obj); err != nil {
 		return err
 	}
 	return c.storage.put(key, obj)
@@ -310,8 +305,8 @@ func (c *cache) Transaction(txns ...Transaction) *TransactionError {
 // commitKeyed applies keyed writes under one lock and reports the outcome
 // of all total writes: origin maps each keyed write to its position among
 // them (nil: positions are the same) and failed holds those refused before.
-// The informer's batch path calls it directly, having computed every key
-// once for its own lookups.
+// applyWrites calls it directly, having computed every key once for its
+// own lookups.
 func (c *cache) commitKeyed(keyed []ThreadSafeStoreTransaction, origin []int, failed map[int]error, total int) *TransactionError {
 	for _, f := range c.storage.transaction(keyed) {
 		pos := f.pos

@@ -52,7 +52,9 @@ func WithThreadSafeStoreMetrics(identifier InformerNameAndResource, provider Inf
 // atomically so that writes compute index values before taking mu; it is
 // only replaced under mu, and a writer that finds it changed once it holds
 // mu computes again. A read may walk items and indexes after releasing mu
-// only if it froze them first (shareIfLargeLocked).
+// only if it froze them first (shareIfLargeLocked). mu is the innermost
+// lock of the package: nothing outside the store is called with it held
+// but the storedForm's view and drop, which take no lock of the store.
 type threadSafeMap struct {
 	mu sync.Mutex
 	// epoch owns the map parts the writer may change in place.

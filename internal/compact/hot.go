@@ -7,12 +7,16 @@ import (
 	"unsafe"
 )
 
-// HotCache keeps up to a fixed number of recently decoded objects, so that
-// repeated reads of the same hot objects skip decoding. Entries are keyed by
-// the store's key and valid only for the very bytes they were decoded from:
-// a Get with other bytes (the object was updated since) misses, so an entry
-// can never be stale. Each entry holds its bytes, which keeps their address
-// from being reused while the entry exists.
+// HotCache keeps recently decoded objects of up to a fixed number of keys,
+// so that repeated reads of the same hot objects skip decoding. Entries are
+// keyed by the store's key and valid only for the very bytes they were
+// decoded from: a Get with other bytes (the object was updated since)
+// misses, so an entry can never be stale. Each entry holds its bytes, which
+// keeps their address from being reused while the entry exists.
+//
+// A key keeps the object it held before its last Put as well, because a
+// store that writes a new version still needs the old one: to move the key
+// in its indexes and to hand handlers the old object of an update.
 //
 // Readers share the lock of one of several shards and do not write to shared
 // memory beyond an atomic "recently used" bit, so concurrent reads of hot
@@ -35,11 +39,18 @@ type hotShard[V any] struct {
 }
 
 type hotSlot[V any] struct {
-	key   string
+	key string
+	cur hotVersion[V]
+	// prev is what cur was before the key's last Put, if it was live.
+	prev hotVersion[V]
+	live bool
+	used atomic.Bool
+}
+
+// hotVersion is an object and the bytes it was decoded from.
+type hotVersion[V any] struct {
 	data  []byte
 	value V
-	live  bool
-	used  atomic.Bool
 }
 
 // shardedFrom is the capacity from which a HotCache spreads its entries over
@@ -85,37 +96,66 @@ func (h *HotCache[V]) Get(key string, data []byte) (V, bool) {
 	s := h.shard(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if i, ok := s.index[key]; ok && sameBytes(s.slots[i].data, data) {
-		s.slots[i].used.Store(true)
-		return s.slots[i].value, true
+	if i, ok := s.index[key]; ok {
+		slot := &s.slots[i]
+		for _, v := range [2]*hotVersion[V]{&slot.cur, &slot.prev} {
+			if sameBytes(v.data, data) {
+				slot.used.Store(true)
+				return v.value, true
+			}
+		}
 	}
 	var zero V
 	return zero, false
 }
 
-// Put caches value as the object decoded from data under key, replacing what
-// key held and evicting another entry when the shard is full.
+// Put caches value as the object decoded from data under key, the key's
+// current version; the one it replaces stays readable as the previous
+// version. When the shard is full, another key is evicted.
 func (h *HotCache[V]) Put(key string, data []byte, value V) {
 	s := h.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, ok := s.index[key]
-	switch {
-	case ok:
-	case len(s.slots) < s.limit:
-		i = len(s.slots)
+	if !ok {
+		i = s.claimLocked(key)
+	}
+	slot := &s.slots[i]
+	slot.prev = slot.cur
+	slot.cur = hotVersion[V]{data, value}
+	slot.used.Store(false)
+}
+
+// Offer caches value as the object decoded from data under key only if the
+// cache holds nothing for key: a reader that decoded an object must not
+// displace a newer version a writer put meanwhile.
+func (h *HotCache[V]) Offer(key string, data []byte, value V) {
+	s := h.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.index[key]; ok {
+		return
+	}
+	slot := &s.slots[s.claimLocked(key)]
+	slot.cur = hotVersion[V]{data, value}
+	slot.used.Store(false)
+}
+
+// claimLocked gives key an empty slot, growing the shard up to its limit
+// and evicting another key beyond it, and returns the slot's index.
+func (s *hotShard[V]) claimLocked(key string) int {
+	i := len(s.slots)
+	if i < s.limit {
 		s.slots = append(s.slots, hotSlot[V]{})
-		s.index[key] = i
-	default:
+	} else {
 		i = s.victim()
 		if s.slots[i].live {
 			delete(s.index, s.slots[i].key)
 		}
-		s.index[key] = i
 	}
-	slot := &s.slots[i]
-	slot.key, slot.data, slot.value, slot.live = key, data, value, true
-	slot.used.Store(false)
+	s.index[key] = i
+	s.slots[i] = hotSlot[V]{key: key, live: true}
+	return i
 }
 
 // victim advances the clock to a free slot or to one not used since the
@@ -141,9 +181,7 @@ func (h *HotCache[V]) Delete(key string) {
 		return
 	}
 	delete(s.index, key)
-	var zero V
-	slot := &s.slots[i]
-	slot.key, slot.data, slot.value, slot.live = "", nil, zero, false
+	s.slots[i] = hotSlot[V]{}
 }
 
 // Len is the number of cached entries.

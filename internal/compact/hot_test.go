@@ -133,3 +133,43 @@ func TestHotCacheConcurrentReaders(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// requireHit checks that key's entry for data is want.
+func requireHit(t *testing.T, h *HotCache[string], key string, data []byte, want string) {
+	t.Helper()
+	got, ok := h.Get(key, data)
+	require.True(t, ok)
+	assert.Equal(t, want, got)
+}
+
+// A Put keeps the key's version before it readable, and only that one.
+func TestHotCacheKeepsThePreviousVersion(t *testing.T) {
+	h := NewHotCache[string](4)
+	v1, v2, v3 := []byte{1}, []byte{2}, []byte{3}
+	h.Put("k", v1, "one")
+	h.Put("k", v2, "two")
+	requireHit(t, h, "k", v1, "one")
+	requireHit(t, h, "k", v2, "two")
+	h.Put("k", v3, "three")
+	_, ok := h.Get("k", v1)
+	assert.False(t, ok, "two versions back is gone")
+	h.Delete("k")
+	_, ok = h.Get("k", v2)
+	assert.False(t, ok)
+	assert.Equal(t, 0, h.Len())
+}
+
+// Offer fills an absent key only: a reader's decode of older bytes never
+// displaces what a writer put.
+func TestHotCacheOfferNeverDisplaces(t *testing.T) {
+	h := NewHotCache[string](4)
+	old, cur := []byte{1}, []byte{2}
+	h.Put("k", cur, "written")
+	h.Offer("k", old, "read")
+	requireHit(t, h, "k", cur, "written")
+	_, ok := h.Get("k", old)
+	assert.False(t, ok)
+
+	h.Offer("other", old, "read")
+	requireHit(t, h, "other", old, "read")
+}

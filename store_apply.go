@@ -1,0 +1,233 @@
+package cache
+
+import (
+	"fmt"
+	"sync"
+)
+
+// This file is the store's side of an informer: the store applies each
+// batch of deltas popped from the queue and says what changed, deciding
+// add versus update by what it held, never by the delta type. The
+// informer then hands the changes to its handlers; it never looks inside
+// the store.
+
+// deltaStore is a store that applies deltas itself: this package's.
+type deltaStore interface {
+	// applyDeltas applies deltas in order and appends to changes what
+	// each did. deltas is either one delta of any type or writes only
+	// (the caller checks with batchable), applied in one transaction. Objects of a relist
+	// that could not be stored are returned in dropped, for the caller to
+	// report. err says which deltas failed; one failure costs no other
+	// delta of a batch, and a failed delta gives no change.
+	applyDeltas(deltas []Delta, isInInitialList bool, changes []notification) (out []notification, dropped []error, err error)
+}
+
+var _ deltaStore = &cache{}
+
+// unbatchableFormat keeps client-go's capitalised error text.
+var unbatchableFormat = "Delta type %s is not supported in batch processing"
+
+// batchable refuses a batch that holds anything but writes.
+func batchable(deltas []Delta) error {
+	for _, d := range deltas {
+		if !isBatchable(d.Type) {
+			return fmt.Errorf(unbatchableFormat, d.Type)
+		}
+	}
+	return nil
+}
+
+// applyDeltas is the deltaStore operation. The store's transformer is not
+// applied (the informer's queue transforms); a single failed write returns
+// its own error, a batch's failures one error naming them.
+func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []notification) ([]notification, []error, error) {
+	if len(deltas) == 1 && !isBatchable(deltas[0].Type) {
+		return applyWhole(c, deltas[0], isInInitialList, changes)
+	}
+	changes, txErr := c.applyWrites(deltas, isInInitialList, changes)
+	switch {
+	case txErr == nil:
+		return changes, nil, nil
+	case len(deltas) == 1:
+		return changes, nil, txErr.Errors[0]
+	}
+	return changes, nil, fmt.Errorf("not all items in the batch successfully processed: %s", txErr.Error())
+}
+
+// wholeStore is a store as a delta about all of it needs it.
+type wholeStore interface {
+	List() []interface{}
+	Bookmark(rv string)
+	// applyReplacedAll swaps the content for info's list and appends the
+	// changes: tombstones for the keys gone, then an update or add per
+	// listed object in list order.
+	applyReplacedAll(info ReplacedAllInfo, isInInitialList bool, changes []notification) ([]notification, []error, error)
+}
+
+// applyWhole applies to s a delta about the whole store.
+func applyWhole(s wholeStore, d Delta, isInInitialList bool, changes []notification) ([]notification, []error, error) {
+	switch d.Type {
+	case ReplacedAll:
+		info, ok := d.Object.(ReplacedAllInfo)
+		if !ok {
+			return changes, nil, fmt.Errorf("ReplacedAll did not contain ReplacedAllInfo: %T", d.Object)
+		}
+		return s.applyReplacedAll(info, isInInitialList, changes)
+	case SyncAll:
+		if _, ok := d.Object.(SyncAllInfo); !ok {
+			return changes, nil, fmt.Errorf("SyncAll did not contain SyncAllInfo: %T", d.Object)
+		}
+		for _, obj := range s.List() {
+			changes = append(changes, notification{kind: updateNotification, oldObj: obj, newObj: obj})
+		}
+	case Bookmark:
+		info, ok := d.Object.(BookmarkInfo)
+		if !ok {
+			return changes, nil, fmt.Errorf("bookmark delta did not contain BookmarkInfo: %T", d.Object)
+		}
+		s.Bookmark(info.ResourceVersion)
+	}
+	return changes, nil, nil
+}
+
+// applyReplacedAll swaps the content for info's list, then reports the
+// difference: a tombstone (holding the stored object) for every key that
+// is gone, then an update or add per listed object in list order. Each
+// key is computed once, and what was stored before is read from the
+// replaced content after the swap instead of looked up key by key.
+func (c *cache) applyReplacedAll(info ReplacedAllInfo, isInInitialList bool, changes []notification) ([]notification, []error, error) {
+	r, dropped := c.replaceList(info.Objects, info.ResourceVersion)
+	changes = c.tombstones(r, changes)
+	for i, obj := range r.objs {
+		if old, existed := c.replacedObject(r, r.keys[i]); existed {
+			changes = append(changes, notification{kind: updateNotification, oldObj: old, newObj: obj})
+		} else {
+			changes = append(changes, notification{kind: addNotification, newObj: obj, initial: isInInitialList})
+		}
+	}
+	return changes, dropped, nil
+}
+
+// tombstones appends a delete for every key r replaced and did not keep.
+func (c *cache) tombstones(r replacement, changes []notification) []notification {
+	if r.before.Len() == 0 {
+		return changes
+	}
+	r.before.Range(func(key string, held interface{}) bool {
+		if _, listed := r.after.Get(key); !listed {
+			if old, ok := c.storage.view(key, held); ok {
+				changes = append(changes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: key, Obj: old}})
+			}
+		}
+		return true
+	})
+	return changes
+}
+
+// replacedObject is the object key held before the replacement r.
+func (c *cache) replacedObject(r replacement, key string) (interface{}, bool) {
+	held, existed := r.before.Get(key)
+	if !existed {
+		return nil, false
+	}
+	return c.storage.view(key, held)
+}
+
+// applyWrites writes deltas, all writes, in one transaction and appends a
+// change for each that succeeded. Whether a write is an add or an update
+// is read, with its key, before the transaction: a batch holds each key
+// once, and only the informer writes to its store.
+func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []notification) ([]notification, *TransactionError) {
+	b := getWriteBuffers(len(deltas))
+	defer b.release()
+	var failed map[int]error
+	for i, d := range deltas {
+		key, old, exists, err := c.lookup(d.Object)
+		if err != nil {
+			if failed == nil {
+				failed = map[int]error{}
+			}
+			failed[i] = err
+			continue
+		}
+		b.add(i, key, writeOf(d, old, exists, isInInitialList))
+	}
+	origin := b.origin
+	if failed == nil {
+		origin = nil
+	}
+	txErr := c.commitKeyed(b.txns, origin, failed, len(deltas))
+	if txErr == nil {
+		return append(changes, b.notes...), nil
+	}
+	return b.appendSucceeded(changes, txErr.SuccessfulIndices), txErr
+}
+
+// write is one delta as a transaction write and the change it makes.
+type write struct {
+	txn  Transaction
+	note notification
+}
+
+// writeOf is the write for d, given what its key holds now.
+func writeOf(d Delta, old interface{}, exists, isInInitialList bool) write {
+	switch {
+	case d.Type == Deleted:
+		return write{Transaction{Type: TransactionTypeDelete, Object: d.Object}, notification{kind: deleteNotification, oldObj: d.Object}}
+	case exists:
+		return write{Transaction{Type: TransactionTypeUpdate, Object: d.Object}, notification{kind: updateNotification, oldObj: old, newObj: d.Object}}
+	}
+	return write{Transaction{Type: TransactionTypeAdd, Object: d.Object}, notification{kind: addNotification, newObj: d.Object, initial: isInInitialList}}
+}
+
+// writeBuffers are applyWrites' per-batch slices, pooled because a busy
+// informer would otherwise allocate them for every batch. Nothing keeps
+// them past the batch: the store copies each write, the caller each change.
+type writeBuffers struct {
+	txns   []ThreadSafeStoreTransaction
+	origin []int // the delta each txn came from
+	notes  []notification
+}
+
+var writeBufferPool = sync.Pool{New: func() any { return new(writeBuffers) }}
+
+// getWriteBuffers returns empty buffers with room for n writes.
+func getWriteBuffers(n int) *writeBuffers {
+	b := writeBufferPool.Get().(*writeBuffers)
+	if cap(b.txns) < n {
+		b.txns = make([]ThreadSafeStoreTransaction, 0, n)
+		b.origin = make([]int, 0, n)
+		b.notes = make([]notification, 0, n)
+	}
+	return b
+}
+
+func (b *writeBuffers) add(delta int, key string, w write) {
+	b.txns = append(b.txns, ThreadSafeStoreTransaction{Transaction: w.txn, Key: key})
+	b.origin = append(b.origin, delta)
+	b.notes = append(b.notes, w.note)
+}
+
+// appendSucceeded appends the changes of the deltas listed, ascending, in
+// succeeded.
+func (b *writeBuffers) appendSucceeded(changes []notification, succeeded []int) []notification {
+	j := 0
+	for _, i := range succeeded {
+		for j < len(b.origin) && b.origin[j] < i {
+			j++
+		}
+		if j < len(b.origin) && b.origin[j] == i {
+			changes = append(changes, b.notes[j])
+		}
+	}
+	return changes
+}
+
+// release empties the buffers, so the pool pins no object, and returns
+// them.
+func (b *writeBuffers) release() {
+	clear(b.txns[:cap(b.txns)])
+	clear(b.notes[:cap(b.notes)])
+	b.txns, b.origin, b.notes = b.txns[:0], b.origin[:0], b.notes[:0]
+	writeBufferPool.Put(b)
+}
