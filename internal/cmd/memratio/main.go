@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	go run ./internal/cmd/memratio [-n 100000] [-kind pods|configmaps|custom] [-run REGEXP] [-timing=true] [-dict 16384]
+//	go run ./internal/cmd/memratio [-n 100000] [-kind pods|configmaps|custom|small] [-run REGEXP] [-timing=true] [-dict 16384]
 package main
 
 import (
@@ -40,7 +40,7 @@ type figure struct {
 func main() {
 	child := flag.String("child", "", "internal: measure one variant in this process")
 	n := flag.Int("n", 100_000, "objects in each cache")
-	kind := flag.String("kind", "pods", "pods, configmaps or custom")
+	kind := flag.String("kind", "pods", "pods, configmaps, custom or small")
 	run := flag.String("run", ".", "only variants whose name matches this regexp")
 	timing := flag.Bool("timing", true, "also measure decode and ByIndex times (pods only)")
 	flag.IntVar(&dictionarySize, "dict", dictionarySize, "size of the compression dictionary in bytes (at most 32768)")

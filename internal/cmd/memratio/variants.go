@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +61,27 @@ var variants = []variant{
 	{"(e) encoded auto + deflate + dictionary", encoded(compact.Auto, false, compressDict)},
 	{"(f) stripped + encoded auto", encoded(compact.Auto, true, compressNone)},
 	{"(f) stripped + auto + deflate + dictionary", encoded(compact.Auto, true, compressDict)},
+	{"(g) ours NewCompactIndexer, no hot cache", compactIndexer(-1)},
+	{"(g) ours NewCompactIndexer, hot 1000 (default)", compactIndexer(0)},
+	{"(g) ours NewCompactIndexer, stripped, no hot", compactIndexer(-1, cache.WithTransformer(cache.TransformStripManagedFields()))},
+	{objectsAlone, func(src *source, n int) (any, error) {
+		objs := make([]any, 0, n)
+		return &objs, fill(n, src, func(obj any) error { objs = append(objs, obj); return nil })
+	}},
+}
+
+// objectsAlone holds the objects in a slice and no cache: subtracted from
+// another row, it leaves that cache's own cost per object.
+const objectsAlone = "(z) the objects alone, in a slice"
+
+// compactIndexer is the row of the real compact Indexer with a hot cache of
+// hot objects (0: the default, negative: none).
+func compactIndexer(hot int, opts ...cache.StoreOption) func(src *source, n int) (any, error) {
+	return func(src *source, n int) (any, error) {
+		idx := cache.NewCompactIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			cache.CompactOptions{HotObjects: hot}, opts...)
+		return idx, fill(n, src, idx.Add)
+	}
 }
 
 func oursIndexer(src *source, n int, opts ...cache.StoreOption) (any, error) {
@@ -134,8 +158,10 @@ func newSource(kind string) (*source, error) {
 	case "configmaps":
 		s.gvk = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	case "custom":
+	case "small":
+		s.gvk = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	default:
-		return nil, fmt.Errorf("unknown kind %q: want pods, configmaps or custom", kind)
+		return nil, fmt.Errorf("unknown kind %q: want pods, configmaps, custom or small", kind)
 	}
 	return s, nil
 }
@@ -146,6 +172,8 @@ func (s *source) fixture(i int) kruntime.Object {
 		return s.pods.Pod(i)
 	case "configmaps":
 		return fixtures.ConfigMap(seed, i)
+	case "small":
+		return smallPod(i)
 	default:
 		return fixtures.CustomResource(seed, i)
 	}
@@ -177,4 +205,16 @@ func (s *source) prototype() kruntime.Object {
 	}
 	obj, _ := scheme.Scheme.New(s.gvk)
 	return obj
+}
+
+// smallPod is a pod with only a namespace, name, resource version and one
+// label, as in the store benchmarks: the cache's own cost per object is then
+// most of what a row measures.
+func smallPod(i int) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace:       "ns-" + strconv.Itoa(i%100),
+		Name:            "pod-" + strconv.Itoa(i),
+		ResourceVersion: strconv.Itoa(i),
+		Labels:          map[string]string{"app": "app-" + strconv.Itoa(i%50)},
+	}}
 }
