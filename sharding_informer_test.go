@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -15,9 +14,7 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/openinformer/cache/fake"
 )
@@ -123,12 +120,7 @@ func (g *memberInformerGroup) start(id string) {
 
 // crash ends a replica whose Lease stays behind.
 func (g *memberInformerGroup) crash(id string) {
-	g.leases.PrependReactor("delete", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.DeleteAction).GetName() == "ctrl-"+id {
-			return true, nil, errors.New("the process is gone")
-		}
-		return false, nil, nil
-	})
+	keepLeaseOnExit(g.leases, id)
 	r := g.replicas[id]
 	r.cancel()
 	<-r.done
