@@ -64,7 +64,7 @@ func registerLeaseCRD(t *testing.T, srv *apiserver.Server) {
 	if _, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(srv.Config())
+	kube := leaseClient(srv)
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := kube.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
@@ -72,6 +72,13 @@ func registerLeaseCRD(t *testing.T, srv *apiserver.Server) {
 	if err != nil {
 		t.Fatalf("Leases not served: %v", err)
 	}
+}
+
+// leaseClient is a clientset on srv that speaks JSON: custom resources have no protobuf.
+func leaseClient(srv *apiserver.Server) kubernetes.Interface {
+	config := srv.Config()
+	config.ContentType, config.AcceptContentTypes = "application/json", "application/json"
+	return kubernetes.NewForConfigOrDie(config)
 }
 
 // ownershipMeter samples, for every widget an unsharded informer holds, how many replicas'
@@ -249,7 +256,7 @@ func checkShardRebalancing(t *testing.T, gate bool) {
 	defer cancel()
 	wg.Go(func() { truth.RunWithContext(ctx) })
 	meter := &ownershipMeter{truth: truth, replicas: map[string]*cache.MembershipInformer{}, since: map[string]ownershipRun{}}
-	g := &rebalanceGroup{t: t, client: client, kube: kubernetes.NewForConfigOrDie(srv.Config()), meter: meter, stops: map[string]func(){}}
+	g := &rebalanceGroup{t: t, client: client, kube: leaseClient(srv), meter: meter, stops: map[string]func(){}}
 	for _, id := range []string{"r0", "r1", "r2"} {
 		g.start(id)
 	}
