@@ -98,16 +98,21 @@ func (g *memberTestGroup) stop(id string) {
 
 // crash ends a replica whose Lease stays behind; it owns nothing from now on.
 func (g *memberTestGroup) crash(id string) {
-	g.client.PrependReactor("delete", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	keepLeaseOnExit(g.client, id)
+	r := g.replicas[id]
+	r.cancel()
+	<-r.done
+	delete(g.replicas, id)
+}
+
+// keepLeaseOnExit makes deleting replica id's Lease fail, as when its process is gone.
+func keepLeaseOnExit(client *k8sfake.Clientset, id string) {
+	client.PrependReactor("delete", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.(k8stesting.DeleteAction).GetName() == "ctrl-"+id {
 			return true, nil, errors.New("the process is gone")
 		}
 		return false, nil, nil
 	})
-	r := g.replicas[id]
-	r.cancel()
-	<-r.done
-	delete(g.replicas, id)
 }
 
 // run advances the fake time second by second, recording the longest gap and overlap.

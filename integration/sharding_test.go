@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/dynamic"
 	clientcache "k8s.io/client-go/tools/cache"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
@@ -92,7 +91,10 @@ type shardReplica struct {
 	lw       *cache.ShardedListWatch
 	counter  *receivedCounter
 	informer clientcache.SharedIndexInformer
+	bytes    byteMeter
 	syncTime time.Duration
+	syncCPU  time.Duration // process CPU while it synced alone, API server included
+	syncRead int64         // bytes read until synced
 	mu       sync.Mutex
 	last     map[string]uint64 // key -> last RV notified; 0 after a delete
 	problems []string
@@ -115,9 +117,14 @@ func (r *shardReplica) saw(obj any, deleted bool) {
 	r.last[key] = rv
 }
 
-func startShardReplica(t *testing.T, client dynamic.Interface, shard *cache.Shard) *shardReplica {
+func startShardReplica(t *testing.T, srv *apiserver.Server, shard *cache.Shard) *shardReplica {
 	t.Helper()
-	r := &shardReplica{counter: &receivedCounter{inner: widgetListWatch(client, "")}, last: map[string]uint64{}}
+	r := &shardReplica{last: map[string]uint64{}}
+	client, err := r.bytes.client(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.counter = &receivedCounter{inner: widgetListWatch(client, "")}
 	var lw clientcache.ListerWatcher = r.counter
 	if shard != nil {
 		slw, err := cache.NewShardedListWatch(r.counter, *shard)
@@ -136,7 +143,7 @@ func startShardReplica(t *testing.T, client dynamic.Interface, shard *cache.Shar
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	begin := time.Now()
+	begin, cpu := time.Now(), processCPU()
 	go func() {
 		defer close(done)
 		r.informer.RunWithContext(ctx)
@@ -146,7 +153,7 @@ func startShardReplica(t *testing.T, client dynamic.Interface, shard *cache.Shar
 		<-done
 	})
 	eventually(t, 2*time.Minute, "sharded informer synced", func() (bool, string) { return r.informer.HasSynced(), "not synced" })
-	r.syncTime = time.Since(begin)
+	r.syncTime, r.syncCPU, r.syncRead = time.Since(begin), processCPU()-cpu, r.bytes.n.Load()
 	return r
 }
 
@@ -190,16 +197,20 @@ func checkShardedInformers(t *testing.T, gate bool) {
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
 	workload{namespaces: testNamespaces, prefix: "before", objects: scaled(1200), writers: 6, payload: 512}.run(t, client)
-	whole := startShardReplica(t, client, nil)
+	whole := startShardReplica(t, srv, nil)
 	var replicas []*shardReplica
 	for i := range 4 {
-		replicas = append(replicas, startShardReplica(t, client, &cache.Shard{Index: i, Count: 4}))
+		replicas = append(replicas, startShardReplica(t, srv, &cache.Shard{Index: i, Count: 4}))
 	}
 	initial := whole.counter.objects.Load()
 	for i, r := range replicas {
 		got := r.counter.objects.Load()
-		t.Logf("gate %v: replica %d received %d objects at sync (unsharded %d), synced in %v (unsharded %v), mode %v",
-			gate, i, got, initial, r.syncTime.Round(time.Millisecond), whole.syncTime.Round(time.Millisecond), r.lw.Mode())
+		t.Logf("gate %v: replica %d received %d objects, %s at sync (unsharded %d, %s), synced in %v using %v CPU (unsharded %v, %v CPU), mode %v",
+			gate, i, got, kib(r.syncRead), initial, kib(whole.syncRead), r.syncTime.Round(time.Millisecond), r.syncCPU.Round(time.Millisecond),
+			whole.syncTime.Round(time.Millisecond), whole.syncCPU.Round(time.Millisecond), r.lw.Mode())
+		if gate && float64(r.syncRead) > 0.35*float64(whole.syncRead) {
+			t.Errorf("replica %d read %d of %d bytes at sync with the gate on", i, r.syncRead, whole.syncRead)
+		}
 		if gate && float64(got) > 0.35*float64(initial) {
 			t.Errorf("replica %d received %d of %d objects with the gate on", i, got, initial)
 		}
@@ -221,7 +232,7 @@ func checkShardedInformers(t *testing.T, gate bool) {
 	if !gate {
 		wantMode = cache.ShardModeClient
 	}
-	total := whole.counter.objects.Load()
+	total, totalRead := whole.counter.objects.Load(), whole.bytes.n.Load()-whole.syncRead
 	for i, r := range replicas {
 		if m := r.lw.Mode(); m != wantMode {
 			t.Errorf("replica %d: mode %v, want %v", i, m, wantMode)
@@ -231,7 +242,7 @@ func checkShardedInformers(t *testing.T, gate bool) {
 			t.Errorf("replica %d: %v", i, r.problems)
 		}
 		r.mu.Unlock()
-		t.Logf("gate %v: replica %d received %d objects and events in all (unsharded %d), holds %d of %d",
-			gate, i, r.counter.objects.Load(), total, len(r.informer.GetStore().List()), len(want))
+		t.Logf("gate %v: replica %d received %d objects and events in all (unsharded %d), read %s after sync (unsharded %s), holds %d of %d",
+			gate, i, r.counter.objects.Load(), total, kib(r.bytes.n.Load()-r.syncRead), kib(totalRead), len(r.informer.GetStore().List()), len(want))
 	}
 }

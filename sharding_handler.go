@@ -1,0 +1,149 @@
+package cache
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// shardHandler carries one MembershipInformer handler across generations. Only the live
+// generation's notifications reach the handler; the pending generation's are recorded in
+// nextView so that, at the switch, the handler is told exactly what changed.
+type shardHandler struct {
+	handler ResourceEventHandler
+
+	mu       sync.Mutex // held while handler runs, so the two generations never overlap in it
+	live     uint64     // generation whose notifications reach handler; 0 before the first
+	next     uint64     // generation syncing to take over; 0 when none
+	view     map[string]any
+	nextView map[string]any
+}
+
+// shardStream is what one generation's informer calls for one shardHandler.
+type shardStream struct {
+	h   *shardHandler
+	gen uint64
+}
+
+func (h *shardHandler) from(gen uint64) ResourceEventHandler { return shardStream{h, gen} }
+
+func (s shardStream) OnAdd(obj any, isInInitialList bool) {
+	s.h.notify(s.gen, obj, false, func() { s.h.handler.OnAdd(obj, isInInitialList) })
+}
+
+func (s shardStream) OnUpdate(oldObj, newObj any) {
+	s.h.notify(s.gen, newObj, false, func() { s.h.handler.OnUpdate(oldObj, newObj) })
+}
+
+func (s shardStream) OnDelete(obj any) {
+	s.h.notify(s.gen, obj, true, func() { s.h.handler.OnDelete(obj) })
+}
+
+// notify records obj in the view of the generation it came from and, for the live one,
+// passes it on.
+func (h *shardHandler) notify(gen uint64, obj any, deleted bool, deliver func()) {
+	key, keyErr := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var view map[string]any
+	switch gen {
+	case h.live:
+		view = h.view
+		defer deliver()
+	case h.next:
+		view = h.nextView
+	default: // a generation already replaced
+		return
+	}
+	switch {
+	case keyErr != nil: // nothing to track; the informer reported it already
+	case deleted:
+		delete(view, key)
+	default:
+		view[key] = obj
+	}
+}
+
+// expect prepares for generation gen: as the live one when there was none, otherwise as the
+// one to switch to, forgetting any earlier one that never synced.
+func (h *shardHandler) expect(gen uint64, live bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if live {
+		h.live = gen
+		return
+	}
+	h.next, h.nextView = gen, map[string]any{}
+}
+
+// promote switches the handler to generation gen, telling it what differs between what it
+// saw and what gen's informer has delivered: adds, updates, and a DeletedFinalStateUnknown for
+// every object gen does not hold, deleted from the server or moved to another shard alike.
+func (h *shardHandler) promote(gen uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.next != gen { // added after the switch began: already on gen
+		return
+	}
+	for key, obj := range h.nextView {
+		prev, known := h.view[key]
+		switch {
+		case !known:
+			h.handler.OnAdd(obj, false)
+		case resourceVersionOf(prev) != resourceVersionOf(obj):
+			h.handler.OnUpdate(prev, obj)
+		}
+	}
+	for key, prev := range h.view {
+		if _, kept := h.nextView[key]; !kept {
+			h.handler.OnDelete(DeletedFinalStateUnknown{Key: key, Obj: prev})
+		}
+	}
+	h.live, h.next = gen, 0
+	h.view, h.nextView = h.nextView, nil
+}
+
+func resourceVersionOf(obj any) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
+}
+
+// liveIndexer reads whichever generation is live at each call.
+type liveIndexer struct{ mi *MembershipInformer }
+
+var _ Indexer = liveIndexer{}
+
+func (l liveIndexer) Add(obj any) error    { return l.mi.liveIndexer().Add(obj) }
+func (l liveIndexer) Update(obj any) error { return l.mi.liveIndexer().Update(obj) }
+func (l liveIndexer) Delete(obj any) error { return l.mi.liveIndexer().Delete(obj) }
+func (l liveIndexer) List() []any          { return l.mi.liveIndexer().List() }
+func (l liveIndexer) ListKeys() []string   { return l.mi.liveIndexer().ListKeys() }
+func (l liveIndexer) LastStoreSyncResourceVersion() string {
+	return l.mi.liveIndexer().LastStoreSyncResourceVersion()
+}
+func (l liveIndexer) Bookmark(rv string)             { l.mi.liveIndexer().Bookmark(rv) }
+func (l liveIndexer) Get(obj any) (any, bool, error) { return l.mi.liveIndexer().Get(obj) }
+func (l liveIndexer) GetByKey(key string) (any, bool, error) {
+	return l.mi.liveIndexer().GetByKey(key)
+}
+func (l liveIndexer) Replace(objs []any, rv string) error {
+	return l.mi.liveIndexer().Replace(objs, rv)
+}
+func (l liveIndexer) Resync() error { return l.mi.liveIndexer().Resync() }
+func (l liveIndexer) Index(name string, obj any) ([]any, error) {
+	return l.mi.liveIndexer().Index(name, obj)
+}
+func (l liveIndexer) IndexKeys(name, value string) ([]string, error) {
+	return l.mi.liveIndexer().IndexKeys(name, value)
+}
+func (l liveIndexer) ListIndexFuncValues(name string) []string {
+	return l.mi.liveIndexer().ListIndexFuncValues(name)
+}
+func (l liveIndexer) ByIndex(name, value string) ([]any, error) {
+	return l.mi.liveIndexer().ByIndex(name, value)
+}
+func (l liveIndexer) GetIndexers() Indexers               { return l.mi.liveIndexer().GetIndexers() }
+func (l liveIndexer) AddIndexers(indexers Indexers) error { return l.mi.addIndexers(indexers) }

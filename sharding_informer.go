@@ -1,0 +1,303 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// shardSyncPoll is how often a starting generation's sync is checked; it adds at most this
+// much to a handover.
+const shardSyncPoll = 100 * time.Millisecond
+
+// MembershipInformer is an informer whose shard follows a Membership. Each shard the
+// Membership hands out gets its own informer on a ShardedListWatch (a generation); the
+// previous generation keeps serving reads and handlers until the new one has synced, then
+// stops (make before break), so a handover adds no ownership gap beyond the new informer's
+// sync time.
+//
+// Handlers added with AddEventHandler survive the switches: they see the live generation's
+// notifications, and at a switch the difference between what they saw and the new
+// generation's cache: an add for every object gained, an update for every object whose
+// version moved on, and a delete with a DeletedFinalStateUnknown for every object the new
+// generation does not hold. Such a delete means either that the object left the server or
+// that it moved to another replica's shard, which handles it from now on;
+// ShardedListWatch().Owns(tombstone.Obj) is false for the second. So a handler's view always
+// follows the store, as with a plain informer. To compute the difference each handler keeps
+// the key and latest object of everything it was told about.
+type MembershipInformer struct {
+	base       ListerWatcher
+	example    runtime.Object
+	resync     time.Duration
+	membership *Membership
+	shards     chan Shard // the latest shard handed out, not yet started
+	emptyStore Indexer    // what reads see before the first generation exists
+
+	mu       sync.Mutex // guards the fields below; never held while a handler runs
+	indexers Indexers   // for every later generation, including those added at run time
+	live     *shardGeneration
+	pending  *shardGeneration
+	handlers []*shardHandler
+	lastID   uint64
+}
+
+// shardGeneration is one informer on one shard.
+type shardGeneration struct {
+	id       uint64
+	lw       *ShardedListWatch
+	informer SharedIndexInformer
+	regs     []ResourceEventHandlerRegistration // guarded by MembershipInformer.mu
+	synced   chan struct{}                      // closed once informer and regs have synced
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// NewMembershipInformer returns an informer on lw whose shard follows the Membership built
+// from membership, which must leave OnChange nil: the informer sets it. exampleObject, resync
+// and indexers are those of NewSharedIndexInformer.
+func NewMembershipInformer(lw ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers Indexers, membership MembershipOptions) (*MembershipInformer, error) {
+	if lw == nil {
+		return nil, errors.New("membership informer: nil ListerWatcher")
+	}
+	if membership.OnChange != nil {
+		return nil, errors.New("membership informer: leave MembershipOptions.OnChange nil, the informer sets it")
+	}
+	mi := &MembershipInformer{base: lw, example: exampleObject, resync: resync, indexers: maps.Clone(indexers),
+		shards: make(chan Shard, 1), emptyStore: NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{})}
+	membership.OnChange = mi.offer
+	m, err := NewMembership(membership)
+	if err != nil {
+		return nil, err
+	}
+	mi.membership = m
+	return mi, nil
+}
+
+// offer replaces any shard not yet started with s. Membership calls it from one goroutine,
+// so after the drain the send never blocks.
+func (mi *MembershipInformer) offer(s Shard) {
+	select {
+	case <-mi.shards:
+	default:
+	}
+	mi.shards <- s
+}
+
+// Run takes part in the Membership and runs the informers until ctx ends, then leaves the
+// group, keeps serving its shard through the Membership's handover, stops its informers and
+// returns. Call it once.
+func (mi *MembershipInformer) Run(ctx context.Context) {
+	membershipDone := make(chan struct{})
+	go func() {
+		defer close(membershipDone)
+		mi.membership.Run(ctx)
+	}()
+	// The informers outlive ctx by the handover, but keep its logger and values.
+	informerCtx := context.WithoutCancel(ctx)
+	defer mi.stopAll()
+	for {
+		var synced <-chan struct{}
+		if p := mi.pendingGeneration(); p != nil {
+			synced = p.synced
+		}
+		select {
+		case shard := <-mi.shards:
+			mi.begin(informerCtx, shard)
+		case <-synced:
+			mi.promote()
+		case <-membershipDone:
+			return
+		}
+	}
+}
+
+func (mi *MembershipInformer) pendingGeneration() *shardGeneration {
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	return mi.pending
+}
+
+// begin starts a generation on shard. The first one serves at once; a later one waits in
+// pending for its sync, replacing a pending one that had not synced yet.
+func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
+	slw, err := NewShardedListWatch(mi.base, shard)
+	if err != nil { // Membership hands out only valid shards
+		klog.FromContext(ctx).Error(err, "Membership informer: keeping the previous shard")
+		return
+	}
+	mi.mu.Lock()
+	mi.lastID++
+	g := &shardGeneration{id: mi.lastID, lw: slw, synced: make(chan struct{}),
+		informer: NewSharedIndexInformer(slw, mi.example, mi.resync, maps.Clone(mi.indexers))}
+	handlers := slices.Clone(mi.handlers)
+	for _, h := range handlers {
+		reg, err := g.informer.AddEventHandler(h.from(g.id))
+		if err != nil { // the informer has not started: cannot happen
+			klog.FromContext(ctx).Error(err, "Membership informer: adding a handler")
+			continue
+		}
+		g.regs = append(g.regs, reg)
+	}
+	replaced, first := mi.pending, mi.live == nil
+	if first {
+		mi.live = g
+	} else {
+		mi.pending = g
+	}
+	mi.mu.Unlock()
+	for _, h := range handlers {
+		h.expect(g.id, first)
+	}
+	if replaced != nil {
+		replaced.stop()
+	}
+	g.start(ctx, func() bool { return mi.generationSynced(g) })
+}
+
+// promote makes the synced pending generation the live one, brings every handler up to its
+// cache, and stops the previous generation.
+func (mi *MembershipInformer) promote() {
+	mi.mu.Lock()
+	old, g := mi.live, mi.pending
+	mi.live, mi.pending = g, nil
+	handlers := slices.Clone(mi.handlers)
+	mi.mu.Unlock()
+	for _, h := range handlers {
+		h.promote(g.id)
+	}
+	old.stop()
+}
+
+func (mi *MembershipInformer) stopAll() {
+	mi.mu.Lock()
+	live, pending := mi.live, mi.pending
+	mi.mu.Unlock()
+	for _, g := range []*shardGeneration{pending, live} {
+		if g != nil {
+			g.stop()
+		}
+	}
+}
+
+func (mi *MembershipInformer) generationSynced(g *shardGeneration) bool {
+	mi.mu.Lock()
+	regs := slices.Clone(g.regs)
+	mi.mu.Unlock()
+	if !g.informer.HasSynced() {
+		return false
+	}
+	for _, r := range regs {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// start runs the generation's informer and closes synced once it and its handlers have synced.
+func (g *shardGeneration) start(ctx context.Context, hasSynced func() bool) {
+	ctx, g.cancel = context.WithCancel(ctx)
+	g.wg.Go(func() { g.informer.RunWithContext(ctx) })
+	g.wg.Go(func() {
+		err := wait.PollUntilContextCancel(ctx, shardSyncPoll, true, func(context.Context) (bool, error) { return hasSynced(), nil })
+		if err == nil {
+			close(g.synced)
+		}
+	})
+}
+
+func (g *shardGeneration) stop() {
+	g.cancel()
+	g.wg.Wait()
+}
+
+// AddEventHandler adds a handler that receives the live generation's notifications, and the
+// differences described on MembershipInformer at each switch. A handler added after the first
+// generation started first receives an add for each object the live generation holds.
+func (mi *MembershipInformer) AddEventHandler(handler ResourceEventHandler) error {
+	h := &shardHandler{handler: handler, view: map[string]any{}}
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	// h is not shared yet, so its fields are set without its lock.
+	for _, g := range []*shardGeneration{mi.live, mi.pending} {
+		if g == nil {
+			continue
+		}
+		if g == mi.live {
+			h.live = g.id
+		} else {
+			h.next, h.nextView = g.id, map[string]any{}
+		}
+		reg, err := g.informer.AddEventHandler(h.from(g.id))
+		if err != nil {
+			return err
+		}
+		g.regs = append(g.regs, reg)
+	}
+	mi.handlers = append(mi.handlers, h)
+	return nil
+}
+
+// HasSynced reports whether a generation serves reads and its informer and every handler
+// have received its initial list.
+func (mi *MembershipInformer) HasSynced() bool {
+	mi.mu.Lock()
+	g := mi.live
+	mi.mu.Unlock()
+	return g != nil && mi.generationSynced(g)
+}
+
+// ShardedListWatch returns the live generation's ListerWatcher, whose Selector and Mode
+// describe the shard being served, or nil before the first shard arrives.
+func (mi *MembershipInformer) ShardedListWatch() *ShardedListWatch {
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	if mi.live == nil {
+		return nil
+	}
+	return mi.live.lw
+}
+
+// GetIndexer returns an Indexer that reads the live generation's cache, whichever that is
+// when it is called: listers built on it once keep following the shard. Indexers added
+// through it apply to later generations too.
+func (mi *MembershipInformer) GetIndexer() Indexer { return liveIndexer{mi} }
+
+// GetStore returns GetIndexer as a Store.
+func (mi *MembershipInformer) GetStore() Store { return liveIndexer{mi} }
+
+func (mi *MembershipInformer) liveIndexer() Indexer {
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	if mi.live == nil {
+		return mi.emptyStore
+	}
+	return mi.live.informer.GetIndexer()
+}
+
+// addIndexers records indexers for later generations and adds them to the running ones.
+func (mi *MembershipInformer) addIndexers(indexers Indexers) error {
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	var errs []error
+	for _, g := range []*shardGeneration{mi.live, mi.pending} {
+		if g != nil {
+			errs = append(errs, g.informer.AddIndexers(indexers))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if mi.indexers == nil {
+		mi.indexers = Indexers{}
+	}
+	maps.Copy(mi.indexers, indexers)
+	return nil
+}
