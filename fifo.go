@@ -150,7 +150,7 @@ func (k queueKeyer) unwrap(obj interface{}) (interface{}, error) {
 	switch d := obj.(type) {
 	case Deltas:
 		if len(d) == 0 {
-			return nil, KeyError{obj, ErrZeroLengthDeltasObject}
+			return nil, KeyError{Obj: obj, Err: ErrZeroLengthDeltasObject}
 		}
 		return d[len(d)-1].Object, nil
 	case Delta:
@@ -288,11 +288,11 @@ func (f *FIFO) Delete(obj interface{}) error {
 
 func (f *FIFO) keyOf(obj interface{}) (string, error) {
 	if f.keyFunc == nil {
-		return "", KeyError{obj, errNilKeyFunc}
+		return "", KeyError{Obj: obj, Err: errNilKeyFunc}
 	}
 	key, err := f.keyFunc(obj)
 	if err != nil {
-		return "", KeyError{obj, err}
+		return "", KeyError{Obj: obj, Err: err}
 	}
 	return key, nil
 }

@@ -335,7 +335,7 @@ func (m *realFIFOModel) write(t DeltaType, obj interface{}) error {
 
 func (m *realFIFOModel) push(t DeltaType, obj interface{}, transform bool) error {
 	if _, err := queueModelKey(obj); err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if _, tomb := obj.(DeletedFinalStateUnknown); transform && !tomb && m.transform != nil {
 		obj, _ = m.transform(obj)
@@ -365,7 +365,7 @@ func (m *realFIFOModel) Replace(list []interface{}, rv string) error {
 	for _, o := range list {
 		k, err := queueModelKey(o)
 		if err != nil {
-			return KeyError{o, err}
+			return KeyError{Obj: o, Err: err}
 		}
 		listed[k] = true
 	}
@@ -490,7 +490,7 @@ func (m *deltaFIFOModel) add(key string, d Delta) {
 func (m *deltaFIFOModel) push(t DeltaType, obj interface{}, transform bool) error {
 	k, err := queueModelKey(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if _, tomb := obj.(DeletedFinalStateUnknown); transform && !tomb && m.transform != nil {
 		obj, _ = m.transform(obj)
@@ -508,7 +508,7 @@ func (m *deltaFIFOModel) Update(obj interface{}) error {
 func (m *deltaFIFOModel) Delete(obj interface{}) error {
 	k, err := queueModelKey(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	m.populate()
 	if _, queued := m.items[k]; !queued {
@@ -527,7 +527,7 @@ func (m *deltaFIFOModel) Replace(list []interface{}, _ string) error {
 	for _, o := range list {
 		k, err := queueModelKey(o)
 		if err != nil {
-			return KeyError{o, err}
+			return KeyError{Obj: o, Err: err}
 		}
 		listed[k] = true
 	}
@@ -596,7 +596,7 @@ type fifoModel struct {
 func (m *fifoModel) Add(obj interface{}) error {
 	k, err := MetaNamespaceKeyFunc(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	m.populate()
 	if _, ok := m.items[k]; !ok {
@@ -611,7 +611,7 @@ func (m *fifoModel) Update(obj interface{}) error { return m.Add(obj) }
 func (m *fifoModel) Delete(obj interface{}) error {
 	k, err := MetaNamespaceKeyFunc(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	m.populate()
 	delete(m.items, k)
@@ -624,7 +624,7 @@ func (m *fifoModel) Replace(list []interface{}, _ string) error {
 	for _, o := range list {
 		k, err := MetaNamespaceKeyFunc(o)
 		if err != nil {
-			return KeyError{o, err}
+			return KeyError{Obj: o, Err: err}
 		}
 		if _, dup := items[k]; !dup {
 			keys = append(keys, k)

@@ -199,7 +199,7 @@ func (f *RealFIFO) write(t DeltaType, obj interface{}) error {
 func (f *RealFIFO) enqueueLocked(t DeltaType, obj interface{}, transform bool) error {
 	if err := f.keys.check(obj); err != nil {
 		f.metrics.objectErrors.Inc()
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if transform && f.transformer != nil {
 		if _, tombstone := obj.(DeletedFinalStateUnknown); !tombstone {
@@ -345,7 +345,7 @@ func (f *RealFIFO) replaceEachLocked(list []interface{}) error {
 func (f *RealFIFO) listedObject(obj interface{}) (string, interface{}, error) {
 	key, err := f.keys.keyOf(obj)
 	if err != nil {
-		return "", nil, KeyError{obj, err}
+		return "", nil, KeyError{Obj: obj, Err: err}
 	}
 	if f.transformer == nil {
 		return key, obj, nil
@@ -394,7 +394,7 @@ func (f *RealFIFO) lastDeltaPerKeyLocked() ([]string, map[string]Delta, error) {
 		d := f.items.At(i)
 		key, err := f.keys.keyOf(d.Object)
 		if err != nil {
-			return nil, nil, KeyError{d.Object, err}
+			return nil, nil, KeyError{Obj: d.Object, Err: err}
 		}
 		if _, seen := last[key]; !seen {
 			order = append(order, key)
@@ -439,7 +439,7 @@ func (f *RealFIFO) Resync() error {
 		d := f.items.At(i)
 		key, err := f.keys.keyOf(d.Object)
 		if err != nil {
-			return KeyError{d, err}
+			return KeyError{Obj: d, Err: err}
 		}
 		queued[key] = struct{}{}
 	}

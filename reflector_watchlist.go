@@ -146,7 +146,7 @@ func (b *watchListBuffer) delete(obj runtime.Object) error {
 func watchListObjectName(obj runtime.Object) (ObjectName, error) {
 	m, err := accessor(obj)
 	if err != nil {
-		return ObjectName{}, KeyError{obj, err}
+		return ObjectName{}, KeyError{Obj: obj, Err: err}
 	}
 	return ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()}, nil
 }
