@@ -87,16 +87,11 @@ func (l *processorListener) stopLagRefreshLocked() {
 	l.lagArmed = false
 }
 
-// afterFunc runs f on its own goroutine after d on c, or on the real clock
-// when c cannot (the ages it reports still come from c). A fake clock calls
-// its callbacks with its own lock held, and f reads the clock under l.mu,
-// which next holds while reading the clock: f gets a goroutine of its own.
+// afterFunc runs f after d on c, or on the real clock when c cannot (the
+// ages it reports still come from c).
 func afterFunc(c clock.Clock, d time.Duration, f func()) clock.Timer {
-	switch dc := c.(type) {
-	case clock.RealClock:
+	if dc, ok := c.(clock.WithDelayedExecution); ok {
 		return dc.AfterFunc(d, f)
-	case clock.WithDelayedExecution:
-		return dc.AfterFunc(d, func() { go f() })
 	}
 	return clock.RealClock{}.AfterFunc(d, f)
 }
