@@ -7,7 +7,6 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/openinformer/cache/internal/deque"
 )
@@ -88,11 +87,6 @@ type processorListener struct {
 	// without the lock, so that a batch costs one lock.
 	waiting      atomic.Int64
 	waitingSince atomic.Uint32
-	// busy is inFlight plus the stamp of the notification being handled,
-	// or 0; kept only while the age metric is on (see listener_lag.go).
-	// Written by run; set and cleared under mu by next, so that it is never
-	// 0 while a taken batch waits to be handled.
-	busy atomic.Uint64
 
 	mu       sync.Mutex
 	pending  deque.Blocks[notification]
@@ -100,10 +94,6 @@ type processorListener struct {
 	// Rate limits for the two warnings, in processor time.
 	lastWarn, lastCollapseLog time.Duration
 	warned, collapseLogged    bool
-	// lagTimer refreshes the age gauge of a busy handler; lagArmed is
-	// whether it is pending.
-	lagTimer clock.Timer
-	lagArmed bool
 }
 
 func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested, effective time.Duration, now time.Time, cfg *listenerConfig, informerChecker string) *processorListener {
@@ -192,8 +182,11 @@ func (l *processorListener) queueLocked(n notification, now time.Duration) {
 // with l.mu held, on the distributing side, so a handler stuck inside a call
 // is still reported.
 func (l *processorListener) observeLag(now time.Duration) {
-	oldest, _ := l.oldestLocked()
-	age, pending := oldest.age(now), l.pending.Len()+int(l.waiting.Load())
+	oldest, waiting := l.pending.Front().enqueued, int(l.waiting.Load())
+	if waiting > 0 {
+		oldest = stamp(l.waitingSince.Load())
+	}
+	age, pending := oldest.age(now), l.pending.Len()+waiting
 	l.metrics.pending.Set(float64(pending))
 	l.metrics.oldestAge.Set(age.Seconds())
 	threshold := l.cfg.slowThreshold
@@ -254,14 +247,9 @@ func (l *processorListener) next(dst []notification) (int, listenerState) {
 	if n := l.pending.PopFrontInto(dst); n > 0 {
 		l.metrics.pending.Set(float64(l.pending.Len() + n - 1))
 		if l.metrics.enabled {
-			l.markInFlight(&dst[0])
 			l.metrics.oldestAge.Set(dst[0].enqueued.age(l.cfg.clock.Since(l.cfg.epoch)).Seconds())
-			l.armLagRefreshLocked()
 		}
 		return n, listenerReady
-	}
-	if l.metrics.enabled {
-		l.busy.Store(0)
 	}
 	if l.overflow != nil {
 		return 0, listenerOverflowed
@@ -282,7 +270,6 @@ func (l *processorListener) deliverAll(ns []notification) bool {
 		default:
 		}
 		l.markWaiting(ns[i+1:])
-		l.markInFlight(&ns[i])
 		l.deliver(ns[i])
 		ns[i] = notification{}
 	}
@@ -333,7 +320,6 @@ func (l *processorListener) shutdown() {
 	close(l.stop)
 	l.pending = deque.Blocks[notification]{}
 	l.overflow = nil
-	l.stopLagRefreshLocked()
 	l.metrics.idle()
 }
 
