@@ -101,7 +101,7 @@ func (f *DeltaFIFO) write(t DeltaType, obj interface{}) error {
 func (f *DeltaFIFO) Delete(obj interface{}) error {
 	key, err := f.keys.keyOf(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -122,7 +122,7 @@ func (f *DeltaFIFO) Delete(obj interface{}) error {
 func (f *DeltaFIFO) enqueueLocked(t DeltaType, obj interface{}, transform bool) error {
 	key, err := f.keys.keyOf(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if transform && f.transformer != nil {
 		if _, tombstone := obj.(DeletedFinalStateUnknown); !tombstone {
@@ -333,7 +333,7 @@ func (f *DeltaFIFO) syncKeyLocked(key string) error {
 	}
 	id, err := f.keys.keyOf(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if len(f.items[id]) > 0 {
 		return nil

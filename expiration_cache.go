@@ -117,7 +117,7 @@ func (c *ExpirationCache) GetByKey(key string) (interface{}, bool, error) {
 func (c *ExpirationCache) Get(obj interface{}) (interface{}, bool, error) {
 	key, err := c.keyFunc(obj)
 	if err != nil {
-		return nil, false, KeyError{obj, err}
+		return nil, false, KeyError{Obj: obj, Err: err}
 	}
 	item, exists := c.getOrExpire(key)
 	return item, exists, nil
@@ -172,7 +172,7 @@ func (c *ExpirationCache) Bookmark(rv string) {
 func (c *ExpirationCache) Add(obj interface{}) error {
 	key, err := c.keyFunc(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	c.lock.Lock()
 	defer c.lock.Unlock()
@@ -190,7 +190,7 @@ func (c *ExpirationCache) Update(obj interface{}) error {
 func (c *ExpirationCache) Delete(obj interface{}) error {
 	key, err := c.keyFunc(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	m, metaErr := accessor(obj)
 	c.lock.Lock()
@@ -211,7 +211,7 @@ func (c *ExpirationCache) Replace(list []interface{}, resourceVersion string) er
 	for _, obj := range list {
 		key, err := c.keyFunc(obj)
 		if err != nil {
-			return KeyError{obj, err}
+			return KeyError{Obj: obj, Err: err}
 		}
 		entries[key] = &TimestampedEntry{Obj: obj, Timestamp: now}
 	}

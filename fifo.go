@@ -69,11 +69,11 @@ func (f *FIFO) Delete(obj interface{}) error {
 
 func (f *FIFO) keyOf(obj interface{}) (string, error) {
 	if f.keyFunc == nil {
-		return "", KeyError{obj, errNilKeyFunc}
+		return "", KeyError{Obj: obj, Err: errNilKeyFunc}
 	}
 	key, err := f.keyFunc(obj)
 	if err != nil {
-		return "", KeyError{obj, err}
+		return "", KeyError{Obj: obj, Err: err}
 	}
 	return key, nil
 }

@@ -335,7 +335,7 @@ func (m *realFIFOModel) write(t DeltaType, obj interface{}) error {
 
 func (m *realFIFOModel) push(t DeltaType, obj interface{}, transform bool) error {
 	if _, err := queueModelKey(obj); err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if _, tomb := obj.(DeletedFinalStateUnknown); transform && !tomb && m.transform != nil {
 		obj, _ = m.transform(obj)
@@ -500,7 +500,7 @@ func (m *deltaFIFOModel) add(key string, d Delta) {
 func (m *deltaFIFOModel) push(t DeltaType, obj interface{}, transform bool) error {
 	k, err := queueModelKey(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if _, tomb := obj.(DeletedFinalStateUnknown); transform && !tomb && m.transform != nil {
 		obj, _ = m.transform(obj)
@@ -518,7 +518,7 @@ func (m *deltaFIFOModel) Update(obj interface{}) error {
 func (m *deltaFIFOModel) Delete(obj interface{}) error {
 	k, err := queueModelKey(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	m.populate()
 	if _, queued := m.items[k]; !queued {
@@ -604,7 +604,7 @@ type fifoModel struct {
 func (m *fifoModel) Add(obj interface{}) error {
 	k, err := MetaNamespaceKeyFunc(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	m.populate()
 	if _, ok := m.items[k]; !ok {
@@ -619,7 +619,7 @@ func (m *fifoModel) Update(obj interface{}) error { return m.Add(obj) }
 func (m *fifoModel) Delete(obj interface{}) error {
 	k, err := MetaNamespaceKeyFunc(obj)
 	if err != nil {
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	m.populate()
 	delete(m.items, k)
@@ -632,7 +632,7 @@ func (m *fifoModel) Replace(list []interface{}, _ string) error {
 	for _, o := range list {
 		k, err := MetaNamespaceKeyFunc(o)
 		if err != nil {
-			return KeyError{o, err}
+			return KeyError{Obj: o, Err: err}
 		}
 		if _, dup := items[k]; !dup {
 			keys = append(keys, k)

@@ -77,14 +77,14 @@ func NewHeap(keyFn KeyFunc, lessFn LessFunc) *Heap {
 
 func (h *Heap) keyOf(obj interface{}) (string, error) {
 	if h.data.keyFunc == nil {
-		return "", KeyError{obj, errNilKeyFunc}
+		return "", KeyError{Obj: obj, Err: errNilKeyFunc}
 	}
 	if h.data.lessFunc == nil {
 		return "", errNilLessFunc
 	}
 	key, err := h.data.keyFunc(obj)
 	if err != nil {
-		return "", KeyError{obj, err}
+		return "", KeyError{Obj: obj, Err: err}
 	}
 	return key, nil
 }

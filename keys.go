@@ -12,22 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// KeyError reports that a KeyFunc could not compute the key of Obj.
-type KeyError struct {
-	Obj interface{}
-	Err error
-}
-
-// Error describes the object and why its key could not be computed.
-func (k KeyError) Error() string {
-	return fmt.Sprintf("couldn't create key for object %+v: %v", k.Obj, k.Err)
-}
-
-// Unwrap returns the KeyFunc's own error.
-func (k KeyError) Unwrap() error {
-	return k.Err
-}
-
 // accessor returns obj's metadata, taking the direct route for the common
 // case of typed and unstructured objects before falling back to meta.Accessor.
 func accessor(obj interface{}) (metav1.Object, error) {

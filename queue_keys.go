@@ -27,7 +27,7 @@ func (k queueKeyer) unwrap(obj interface{}) (interface{}, error) {
 	switch d := obj.(type) {
 	case Deltas:
 		if len(d) == 0 {
-			return nil, KeyError{obj, ErrZeroLengthDeltasObject}
+			return nil, KeyError{Obj: obj, Err: ErrZeroLengthDeltasObject}
 		}
 		return d[len(d)-1].Object, nil
 	case Delta:
@@ -78,7 +78,7 @@ func (k queueKeyer) check(obj interface{}) error {
 func (k queueKeyer) listedObject(obj interface{}, transform TransformFunc) (string, interface{}, error) {
 	key, err := k.keyOf(obj)
 	if err != nil {
-		return "", nil, KeyError{obj, err}
+		return "", nil, KeyError{Obj: obj, Err: err}
 	}
 	if transform == nil {
 		return key, obj, nil

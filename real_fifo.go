@@ -187,7 +187,7 @@ func (f *RealFIFO) write(t DeltaType, obj interface{}) error {
 func (f *RealFIFO) enqueueLocked(t DeltaType, obj interface{}, transform bool) error {
 	if err := f.keys.check(obj); err != nil {
 		f.metrics.objectErrors.Inc()
-		return KeyError{obj, err}
+		return KeyError{Obj: obj, Err: err}
 	}
 	if transform && f.transformer != nil {
 		if _, tombstone := obj.(DeletedFinalStateUnknown); !tombstone {
@@ -360,7 +360,7 @@ func (f *RealFIFO) lastDeltaPerKeyLocked() ([]string, map[string]Delta, error) {
 		d := f.items.At(i)
 		key, err := f.keys.keyOf(d.Object)
 		if err != nil {
-			return nil, nil, KeyError{d.Object, err}
+			return nil, nil, KeyError{Obj: d.Object, Err: err}
 		}
 		if _, seen := last[key]; !seen {
 			order = append(order, key)
@@ -405,7 +405,7 @@ func (f *RealFIFO) Resync() error {
 		d := f.items.At(i)
 		key, err := f.keys.keyOf(d.Object)
 		if err != nil {
-			return KeyError{d, err}
+			return KeyError{Obj: d, Err: err}
 		}
 		queued[key] = struct{}{}
 	}

@@ -85,18 +85,6 @@ type Reflector struct {
 	MaxInternalErrorRetryDuration time.Duration
 }
 
-// VeryShortWatchError reports a watch that closed within a second without
-// delivering a single event, which usually means the server refused it.
-type VeryShortWatchError struct {
-	// Name is the reflector's name.
-	Name string
-}
-
-// Error implements error.
-func (e *VeryShortWatchError) Error() string {
-	return fmt.Sprintf("very short watch: %s: Unexpected watch close - watch lasted less than a second and no items received", e.Name)
-}
-
 // Name returns the reflector's name.
 func (r *Reflector) Name() string { return r.name }
 

@@ -169,7 +169,7 @@ func (b *watchListBuffer) delete(obj runtime.Object) error {
 func watchListObjectName(obj runtime.Object) (keyParts, error) {
 	p, err := metaKeyParts(obj)
 	if err != nil {
-		return keyParts{}, KeyError{obj, err}
+		return keyParts{}, KeyError{Obj: obj, Err: err}
 	}
 	return p, nil
 }

@@ -81,14 +81,14 @@ var errNilStoreObject = errors.New("object is nil")
 // before the KeyFunc sees them.
 func (c *cache) keyOf(obj interface{}) (string, error) {
 	if obj == nil {
-		return "", KeyError{obj, errNilStoreObject}
+		return "", KeyError{Obj: obj, Err: errNilStoreObject}
 	}
 	if isNilPointer(obj) {
-		return "", KeyError{obj, errNilObject}
+		return "", KeyError{Obj: obj, Err: errNilObject}
 	}
 	key, err := c.keyFunc(obj)
 	if err != nil {
-		return "", KeyError{obj, err}
+		return "", KeyError{Obj: obj, Err: err}
 	}
 	return key, nil
 }

@@ -25,6 +25,10 @@ type (
 	ExplicitKey = clientcache.ExplicitKey
 	// ObjectName is a namespace and a name; its String form is the store key.
 	ObjectName = clientcache.ObjectName
+	// KeyError reports that a KeyFunc could not compute the key of Obj. An
+	// alias, like TransactionError, so that errors.As finds it whichever
+	// package the error came from and whichever the caller names.
+	KeyError = clientcache.KeyError
 	// DeletedFinalStateUnknown is the tombstone delivered for an object whose
 	// deletion was inferred from a relist rather than observed.
 	DeletedFinalStateUnknown = clientcache.DeletedFinalStateUnknown
@@ -158,6 +162,10 @@ type (
 	ResourceVersionUpdater = clientcache.ResourceVersionUpdater
 	// ReflectorOptions configures a Reflector.
 	ReflectorOptions = clientcache.ReflectorOptions
+	// VeryShortWatchError reports a watch that closed within a second
+	// without a single event; an alias so that a watch error handler
+	// written against client-go recognises it with errors.As.
+	VeryShortWatchError = clientcache.VeryShortWatchError
 	// ShouldResyncFunc reports whether a periodic resync should happen now.
 	ShouldResyncFunc = clientcache.ShouldResyncFunc
 	// WatchErrorHandler is told about list and watch failures. Its
