@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"reflect"
 	"strings"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,20 +113,31 @@ func metaKeyParts(obj interface{}) (keyParts, error) {
 // key joins the parts; it allocates only when namespace is not empty.
 func (p keyParts) key() string { return joinKey(p.namespace, p.name) }
 
-// hashBufSize bounds the keys hash joins on the stack; a namespace has at
-// most 63 bytes, so only names longer than 64 take the streaming path.
-const hashBufSize = 128
+// joinBufSize bounds the keys joined on the stack; a namespace has at most
+// 63 bytes, so only names longer than 64 take the allocating paths.
+const joinBufSize = 128
+
+// joinInto joins a key with a namespace into buf and returns it as a string
+// aliasing buf, valid only while buf is and never to be kept; ok is false
+// when the key is cluster-scoped or does not fit.
+func (p keyParts) joinInto(buf *[joinBufSize]byte) (key string, ok bool) {
+	if p.namespace == "" || len(p.namespace)+1+len(p.name) > joinBufSize {
+		return "", false
+	}
+	b := append(append(append(buf[:0], p.namespace...), '/'), p.name...)
+	return unsafe.String(&b[0], len(b)), true
+}
 
 // hash is maphash.String(seed, p.key()), computed without building the key.
 func (p keyParts) hash(seed maphash.Seed) uint64 {
 	if p.namespace == "" {
 		return maphash.String(seed, p.name)
 	}
-	if len(p.namespace)+1+len(p.name) <= hashBufSize {
-		// Joined on the stack: one hash over the bytes is faster than a
-		// streaming Hash, and equal to it.
-		var buf [hashBufSize]byte
-		return maphash.Bytes(seed, append(append(append(buf[:0], p.namespace...), '/'), p.name...))
+	var buf [joinBufSize]byte
+	if key, ok := p.joinInto(&buf); ok {
+		// One hash over the joined bytes is faster than a streaming Hash,
+		// and equal to it.
+		return maphash.String(seed, key)
 	}
 	var h maphash.Hash
 	h.SetSeed(seed)

@@ -3,7 +3,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/openinformer/cache/internal/hashmap"
 )
@@ -93,10 +92,6 @@ func (c *cache) keyOf(obj interface{}) (string, error) {
 	return key, nil
 }
 
-// keyBufSize bounds the keys lookup assembles on the stack; longer ones
-// (a namespace has at most 63 bytes, a name up to 253) take the plain path.
-const keyBufSize = 128
-
 // lookup returns obj's key and the object stored under it. With a
 // namespace-and-name key function the key is first assembled on the stack:
 // when obj is already stored (an update, the common case) the stored key
@@ -117,23 +112,19 @@ func (c *cache) lookup(obj interface{}) (key string, old interface{}, exists boo
 
 // lookupMeta is lookup for the key namespace/name.
 func (c *cache) lookupMeta(ns, name string) (string, interface{}, bool) {
-	if ns != "" && len(ns)+1+len(name) <= keyBufSize {
-		if key, old, ok := c.lookupParts(ns, name); ok {
+	p := keyParts{namespace: ns, name: name}
+	var buf [joinBufSize]byte
+	if joined, ok := p.joinInto(&buf); ok {
+		// joined aliases buf only for the lookup; the map compares it and
+		// keeps nothing, and what is returned is the map's own key.
+		if key, old, ok := c.storage.getStored(joined); ok {
 			return key, old, true
 		}
-		return joinKey(ns, name), nil, false
+		return p.key(), nil, false
 	}
-	key := joinKey(ns, name)
+	key := p.key()
 	old, exists := c.storage.Get(key)
 	return key, old, exists
-}
-
-func (c *cache) lookupParts(ns, name string) (string, interface{}, bool) {
-	var buf [keyBufSize]byte
-	b := append(append(append(buf[:0], ns...), '/'), name...)
-	// The string aliases buf only for the lookup; the map compares it and
-	// keeps nothing, and what is returned is the map's own key.
-	return c.storage.getStored(unsafe.String(&b[0], len(b)))
 }
 
 // transform applies the store's transformer, if any.
