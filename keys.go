@@ -268,3 +268,8 @@ func MetaNamespaceIndexFunc(obj interface{}) ([]string, error) {
 	}
 	return []string{m.GetNamespace()}, nil
 }
+
+// namespacedListerKey is the key a namespace lister looks name up under:
+// namespace/name even for the empty namespace ("/name", which matches
+// nothing), as client-go's listers build it.
+func namespacedListerKey(namespace, name string) string { return namespace + "/" + name }

@@ -143,7 +143,7 @@ func (l *genericNamespaceLister) List(selector labels.Selector) ([]runtime.Objec
 
 // Get returns the object named name in the namespace.
 func (l *genericNamespaceLister) Get(name string) (runtime.Object, error) {
-	return getRuntimeObject(l.indexer, l.resource, l.namespace+"/"+name, name)
+	return getRuntimeObject(l.indexer, l.resource, namespacedListerKey(l.namespace, name), name)
 }
 
 // getRuntimeObject looks key up; absence is a NotFound error for name.
