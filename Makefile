@@ -34,7 +34,7 @@ unit:
 ## integration: ours and client-go's informers against a real API server
 ## (apiextensions-apiserver with embedded etcd, in-process, loopback only).
 integration:
-	cd integration && $(GO) test -race -count=1 -timeout 30m ./...
+	cd integration && $(GO) test -race -count=1 -timeout 60m ./...
 
 ## integration-lint: vet and staticcheck for the integration module (a second,
 ## non-race type-check of the API server: a few minutes when cold).
