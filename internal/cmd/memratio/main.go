@@ -27,6 +27,10 @@ type result struct {
 	Variant string  `json:"variant"`
 	Objects int     `json:"objects"`
 	Heap    float64 `json:"heap"`
+	// PeakRSS is the child's peak resident set in bytes, and Seconds its
+	// running time, both including making the objects.
+	PeakRSS float64 `json:"peakRSS"`
+	Seconds float64 `json:"seconds"`
 	// Extra holds figures beyond the heap (timings), in display order.
 	Extra []figure `json:"extra,omitempty"`
 }
@@ -43,6 +47,7 @@ func main() {
 	kind := flag.String("kind", "pods", "pods, configmaps, custom or small")
 	run := flag.String("run", ".", "only variants whose name matches this regexp")
 	timing := flag.Bool("timing", true, "also measure decode and ByIndex times (pods only)")
+	flag.StringVar(&objectsFile, "objects", "", "internal: the objects' JSON, one a line, written by the parent")
 	flag.IntVar(&dictionarySize, "dict", dictionarySize, "size of the compression dictionary in bytes (at most 32768)")
 	flag.Parse()
 	if *child != "" {
@@ -65,13 +70,19 @@ func parent(kind string, n int, run string, timing bool) error {
 	}
 	fmt.Printf("memratio: %d %s, heap after GC per cached object; ratio against client-go's Indexer;\n"+
 		"a dictionary (DEFLATE level %d) is up to %d bytes from the first %d objects\n\n", n, kind, dictLevel, dictionarySize, dictionarySamples)
-	fmt.Printf("| %-34s | %12s | %8s |\n|%s|%s|%s|\n", "variant", "bytes/object", "ratio", strings.Repeat("-", 36), strings.Repeat("-", 14), strings.Repeat("-", 10))
+	objects, err := writeObjects(kind, n)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(objects)
+	fmt.Printf("| %-34s | %12s | %8s | %11s | %7s |\n|%s|%s|%s|%s|%s|\n", "variant", "bytes/object", "ratio", "peak RSS MB", "seconds",
+		strings.Repeat("-", 36), strings.Repeat("-", 14), strings.Repeat("-", 10), strings.Repeat("-", 13), strings.Repeat("-", 9))
 	var base float64
 	for _, v := range variants {
 		if v.name != baseline && !match.MatchString(v.name) {
 			continue
 		}
-		r, err := spawn(v.name, kind, n)
+		r, err := spawn(v.name, kind, n, "-objects", objects)
 		if err != nil {
 			return err
 		}
@@ -79,7 +90,7 @@ func parent(kind string, n int, run string, timing bool) error {
 		if v.name == baseline {
 			base = per
 		}
-		fmt.Printf("| %-34s | %12.0f | %7.3fx |\n", v.name, per, per/base)
+		fmt.Printf("| %-34s | %12.0f | %7.3fx | %11.0f | %7.0f |\n", v.name, per, per/base, r.PeakRSS/(1<<20), r.Seconds)
 	}
 	if timing && kind == "pods" {
 		return printTimings()
@@ -99,13 +110,15 @@ func printTimings() error {
 	return nil
 }
 
-// spawn runs one measurement in a fresh process of this program.
-func spawn(variant, kind string, n int) (result, error) {
+// spawn runs one measurement in a fresh process of this program, with args
+// added to its flags.
+func spawn(variant, kind string, n int, args ...string) (result, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return result{}, err
 	}
 	cmd := exec.Command(exe, "-child", variant, "-kind", kind, "-n", fmt.Sprint(n), "-dict", fmt.Sprint(dictionarySize))
+	cmd.Args = append(cmd.Args, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

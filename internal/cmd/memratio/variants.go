@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,12 +91,7 @@ func oursIndexer(src *source, n int, opts ...cache.StoreOption) (any, error) {
 }
 
 func fill(n int, src *source, add func(any) error) error {
-	for i := range n {
-		if err := add(src.wire(i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return src.each(n, func(obj kruntime.Object) error { return add(obj) })
 }
 
 // measure runs one variant in this process and prints its result.
@@ -127,6 +123,7 @@ func printResult(r result, err error) error {
 	if err != nil {
 		return err
 	}
+	r.PeakRSS, r.Seconds = peakRSS(), time.Since(started).Seconds()
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
@@ -150,7 +147,7 @@ type source struct {
 }
 
 func newSource(kind string) (*source, error) {
-	s := &source{kind: kind, decode: scheme.Codecs.UniversalDeserializer()}
+	s := &source{kind: kind, decode: typedDecoder()}
 	switch kind {
 	case "pods":
 		s.pods = fixtures.NewPodSource(seed)
@@ -179,11 +176,19 @@ func (s *source) fixture(i int) kruntime.Object {
 	}
 }
 
-func (s *source) wire(i int) kruntime.Object {
+func (s *source) wire(i int) kruntime.Object { return s.decodeJSON(s.json(i)) }
+
+// json is fixture i as the API server sends it.
+func (s *source) json(i int) []byte {
 	data, err := json.Marshal(s.fixture(i))
 	if err != nil {
 		panic(err)
 	}
+	return data
+}
+
+// decodeJSON decodes data as an informer does.
+func (s *source) decodeJSON(data []byte) kruntime.Object {
 	if s.kind == "custom" {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(data); err != nil {
