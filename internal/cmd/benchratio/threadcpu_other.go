@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "time"
+
+// threadCPU reports no thread clock outside Linux: the CPU-time metrics are
+// then left out.
+func threadCPU() (time.Duration, bool) { return 0, false }
