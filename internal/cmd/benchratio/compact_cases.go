@@ -100,7 +100,9 @@ var compactInformer = informerImpl{
 // its thread so that the thread's clock is the read's. With gcOff the
 // collector runs only between batches of reads, outside the timed part, so
 // the CPU figures are the read alone; otherwise they include the GC assist
-// a read pays for what it allocates.
+// a read pays for what it allocates. The thread's system time and page
+// faults per read tell how much of its CPU time is the kernel handing it
+// memory.
 func benchGetByKey(newIndexer func() clientcache.Indexer, copied, gcOff bool) func(b *testing.B) {
 	return func(b *testing.B) {
 		idx := newIndexer()
@@ -115,6 +117,7 @@ func benchGetByKey(newIndexer func() clientcache.Indexer, copied, gcOff bool) fu
 		clock := true
 		b.ReportAllocs()
 		b.ResetTimer()
+		sys0, faults0, usage := threadUsage()
 		for i := range b.N {
 			if gcOff && i%readsPerGC == readsPerGC-1 {
 				b.StopTimer()
@@ -133,10 +136,15 @@ func benchGetByKey(newIndexer func() clientcache.Indexer, copied, gcOff bool) fu
 			endCPU, _ := threadCPU()
 			wall[i], cpu[i], clock = time.Since(start), endCPU-startCPU, clock && ok
 		}
+		sys1, faults1, _ := threadUsage()
 		b.StopTimer()
 		b.ReportMetric(percentile(wall, 0.99), "p99-µs")
 		if clock {
 			reportCPUPercentiles(b, cpu)
+		}
+		if usage {
+			b.ReportMetric(float64(sys1-sys0)/float64(time.Microsecond)/float64(b.N), "sys-µs/op")
+			b.ReportMetric(float64(faults1-faults0)/float64(b.N), "faults/op")
 		}
 	}
 }
