@@ -75,8 +75,15 @@ func (s *source) each(n int, add func(kruntime.Object) error) error {
 	if objectsFile == "" {
 		return inOrder(n, makers(s.kind, method((*source).wire)), add)
 	}
+	var files []*lines
+	defer func() {
+		for _, f := range files {
+			f.f.Close()
+		}
+	}()
 	return inOrder(n, makers(s.kind, func(own *source) func(int) kruntime.Object {
 		file := openLines(objectsFile)
+		files = append(files, file)
 		return func(i int) kruntime.Object { return own.decodeJSON(file.line(i)) }
 	}), add)
 }
@@ -86,9 +93,10 @@ const maxLine = 4 << 20
 
 // lines reads one maker's lines of the objects file. Each maker reads the
 // whole file and decodes only its own lines, which keeps the order without
-// a reader to share. The file closes when the child exits.
+// a reader to share.
 type lines struct {
 	name string
+	f    *os.File
 	r    *bufio.Reader
 	next int
 }
@@ -98,7 +106,7 @@ func openLines(name string) *lines {
 	if err != nil {
 		panic(err)
 	}
-	return &lines{name: name, r: bufio.NewReaderSize(f, maxLine)}
+	return &lines{name: name, f: f, r: bufio.NewReaderSize(f, maxLine)}
 }
 
 // line returns line i, which must come after the last line returned; it is
