@@ -1,0 +1,64 @@
+package compact
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/openinformer/cache/internal/fixtures"
+)
+
+// tinyPod is the pod of the informer events benchmark: a namespace, a
+// name, a resource version and one label.
+func tinyPod() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-1", Name: "pod-1", ResourceVersion: "12345",
+		Labels: map[string]string{"app": "app-1"}}}
+}
+
+// benchObjects are a realistic pod as an informer holds it and a tiny one.
+func benchObjects(b testing.TB) map[string]runtime.Object {
+	return map[string]runtime.Object{
+		"realistic-pod": fromWire(b, fixtures.Pods(17, 1)[0]),
+		"tiny-pod":      tinyPod(),
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	for name, obj := range benchObjects(b) {
+		c, err := NewCodec(obj, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Encode(obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for name, obj := range benchObjects(b) {
+		c, err := NewCodec(obj, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := c.Encode(obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
