@@ -26,36 +26,34 @@ func benchObjects(b testing.TB) map[string]runtime.Object {
 }
 
 func BenchmarkEncode(b *testing.B) {
-	for name, obj := range benchObjects(b) {
-		c, err := NewCodec(obj, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := c.Encode(obj); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchCodec(b, func(c *Codec, obj runtime.Object, _ Encoding) error {
+		_, err := c.Encode(obj)
+		return err
+	})
 }
 
 func BenchmarkDecode(b *testing.B) {
+	benchCodec(b, func(c *Codec, _ runtime.Object, e Encoding) error {
+		_, err := c.Decode(e)
+		return err
+	})
+}
+
+// benchCodec times op on each of benchObjects with its codec and encoding.
+func benchCodec(b *testing.B, op func(*Codec, runtime.Object, Encoding) error) {
 	for name, obj := range benchObjects(b) {
 		c, err := NewCodec(obj, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		data, err := c.Encode(obj)
+		e, err := c.Encode(obj)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.Decode(data); err != nil {
+				if err := op(c, obj, e); err != nil {
 					b.Fatal(err)
 				}
 			}
