@@ -236,30 +236,30 @@ func (c *Codec) headerFor(obj runtime.Object) byte {
 }
 
 // Decode returns a fresh object equal to the one e was encoded from. An
-// Encoding in two pieces is joined in a reused buffer when the decoder
-// copies what it keeps, as protobuf's generated code does, and in a fresh
-// one otherwise.
+// Encoding in two pieces is joined in a reused buffer.
 func (c *Codec) Decode(e Encoding) (runtime.Object, error) {
 	if e.Len() == 0 {
 		return nil, errors.New("compact: decoding empty data")
 	}
-	header := *e.head
-	if header&flagCompressed == 0 && Format(header&formatMask) != Protobuf {
-		if e.tailLen == 0 {
-			return c.decode(header, e.Identity()[1:])
-		}
-		return c.decode(header, e.Bytes()[1:])
+	if e.tailLen == 0 {
+		return c.decodeBody(*e.head, e.Identity()[1:])
 	}
 	s := getScratch(e.Len())
 	defer s.release()
-	return c.decodeWith(s, header, e)
+	return c.decodeWith(s, e)
 }
 
-// decodeWith is Decode through scratch s, for an encoding that is
-// compressed or protobuf: decompressing or protobuf's generated code copies
-// out everything the object keeps, so s may be reused once it returns.
-func (c *Codec) decodeWith(s *scratch, header byte, e Encoding) (runtime.Object, error) {
-	body := e.joined(s)[1:]
+// decodeWith is Decode of e joined in s.
+func (c *Codec) decodeWith(s *scratch, e Encoding) (runtime.Object, error) {
+	return c.decodeBody(*e.head, e.joined(s)[1:])
+}
+
+// decodeBody decodes body, which follows header, into a fresh object that
+// keeps no part of body, so that body may be reused: decompressing makes
+// new bytes, protobuf's generated code copies every string and byte slice
+// out, and the serializers' decoders copy too (json.Unmarshaler and
+// cbor.Unmarshaler implementations must copy what they keep).
+func (c *Codec) decodeBody(header byte, body []byte) (runtime.Object, error) {
 	if header&flagCompressed != 0 {
 		if c.compressor == nil {
 			return nil, errors.New("compact: compressed data and no compressor")
