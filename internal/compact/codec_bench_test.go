@@ -39,9 +39,12 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
-// benchCodec times op on each of benchObjects with its codec and encoding.
+// benchCodec times op on each of benchObjects, and on an unstructured
+// custom resource of ~10 KB (CBOR), with its codec and encoding.
 func benchCodec(b *testing.B, op func(*Codec, runtime.Object, Encoding) error) {
-	for name, obj := range benchObjects(b) {
+	objs := benchObjects(b)
+	objs["custom-resource"] = fromWire(b, fixtures.CustomResources(17, 1)[0])
+	for name, obj := range objs {
 		c, err := NewCodec(obj, Options{})
 		if err != nil {
 			b.Fatal(err)
