@@ -27,11 +27,11 @@ type compactForm struct {
 }
 
 // compactHeld is what the store's map holds for an object in compact
-// storage. data is never modified once made: the hot cache recognises the
-// object decoded from it by the slice's identity.
+// storage: 32 bytes. data is never modified once made: the hot cache
+// recognises the object decoded from it by the identity of its first piece.
 type compactHeld struct {
 	codec *compact.Codec
-	data  []byte
+	data  compact.Encoding
 }
 
 func newCompactForm(opts CompactOptions) *compactForm {
@@ -63,7 +63,7 @@ func (f *compactForm) hold(key string, obj any) (any, error) {
 		return nil, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
 	}
 	if f.hot != nil {
-		f.hot.Put(key, data, obj)
+		f.hot.Put(key, data.Identity(), obj)
 	}
 	return &compactHeld{codec: codec, data: data}, nil
 }
@@ -91,7 +91,7 @@ func (f *compactForm) view(key string, held any) (any, error) {
 		return nil, fmt.Errorf("compact storage: %q holds a %T, not an encoding", key, held)
 	}
 	if f.hot != nil {
-		if obj, ok := f.hot.Get(key, h.data); ok {
+		if obj, ok := f.hot.Get(key, h.data.Identity()); ok {
 			return obj, nil
 		}
 	}
@@ -100,7 +100,7 @@ func (f *compactForm) view(key string, held any) (any, error) {
 		return nil, fmt.Errorf("compact storage cannot read %q back: %w", key, err)
 	}
 	if f.hot != nil {
-		f.hot.Offer(key, h.data, obj)
+		f.hot.Offer(key, h.data.Identity(), obj)
 	}
 	return obj, nil
 }

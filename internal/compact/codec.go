@@ -7,9 +7,9 @@
 package compact
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,6 +83,14 @@ type Codec struct {
 	compressor   *Compressor
 }
 
+// generated is what protobuf's generated code gives every built-in API
+// type; the raw protobuf serializer calls the same methods.
+type generated interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+	Unmarshal([]byte) error
+}
+
 // ErrWrongType is returned when a Codec is given an object of another type
 // than the one it was made for.
 var ErrWrongType = errors.New("compact: object of a different type than the codec's")
@@ -123,7 +131,7 @@ func NewCodec(prototype runtime.Object, opts Options) (*Codec, error) {
 // choose settles the format: protobuf needs the generated marshaler and CBOR
 // a kind the scheme resolves (or an unstructured object).
 func choose(want Format, prototype runtime.Object, known bool) Format {
-	_, proto := prototype.(interface{ Marshal() ([]byte, error) })
+	_, proto := prototype.(generated)
 	switch {
 	case (want == Auto || want == Protobuf) && proto && known:
 		return Protobuf
@@ -137,26 +145,72 @@ func choose(want Format, prototype runtime.Object, known bool) Format {
 // Format is the encoding the codec writes.
 func (c *Codec) Format() Format { return c.format }
 
-// Encode returns obj's compact bytes, sized exactly.
-func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
+// Encode returns obj's compact bytes. A protobuf type is marshaled by its
+// generated code straight into the bytes kept; other encodings go through
+// a reused buffer.
+func (c *Codec) Encode(obj runtime.Object) (Encoding, error) {
 	if reflect.TypeOf(obj) != c.typ {
-		return nil, fmt.Errorf("%w: %T, not %v", ErrWrongType, obj, c.typ)
+		return Encoding{}, fmt.Errorf("%w: %T, not %v", ErrWrongType, obj, c.typ)
 	}
 	if err := c.checkKind(obj); err != nil {
-		return nil, err
+		return Encoding{}, err
 	}
 	header := c.headerFor(obj)
-	var buf bytes.Buffer
-	buf.WriteByte(header)
-	if err := c.serializers[c.format].Encode(obj, &buf); err != nil {
-		return nil, fmt.Errorf("compact: encoding %T as %v: %w", obj, c.format, err)
+	if m, ok := obj.(generated); ok && c.format == Protobuf && c.compressor == nil {
+		return c.encodeGenerated(header, m)
+	}
+	s := getScratch(0)
+	defer s.release()
+	s.buf.WriteByte(header)
+	if err := c.serializers[c.format].Encode(obj, &s.buf); err != nil {
+		return Encoding{}, fmt.Errorf("compact: encoding %T as %v: %w", obj, c.format, err)
 	}
 	if c.compressor != nil {
-		if packed, ok := c.compressor.compress(header|flagCompressed, buf.Bytes()[1:]); ok {
-			return packed, nil
+		packed := getScratch(s.buf.Len() / 2)
+		defer packed.release()
+		if c.compressor.compress(&packed.buf, header|flagCompressed, s.buf.Bytes()[1:]) {
+			return newEncoding(packed.buf.Bytes())
 		}
 	}
-	return bytes.Clone(buf.Bytes()), nil
+	return newEncoding(s.buf.Bytes())
+}
+
+// encodeGenerated marshals m behind header: into one allocation of the
+// exact size when that fills its size class well, else through a scratch
+// buffer into the two pieces splitAt chooses.
+func (c *Codec) encodeGenerated(header byte, m generated) (Encoding, error) {
+	n := 1 + m.Size()
+	if n > math.MaxUint32 {
+		return Encoding{}, ErrTooLarge
+	}
+	if splitAt(n) == n {
+		data := make([]byte, n)
+		if err := marshalBehind(header, m, data); err != nil {
+			return Encoding{}, err
+		}
+		return whole(data), nil
+	}
+	s := getScratch(n)
+	defer s.release()
+	data := s.buf.AvailableBuffer()[:n]
+	if err := marshalBehind(header, m, data); err != nil {
+		return Encoding{}, err
+	}
+	return newEncoding(data)
+}
+
+// marshalBehind writes header and then m into data, which is exactly
+// their size.
+func marshalBehind(header byte, m generated, data []byte) error {
+	data[0] = header
+	written, err := m.MarshalToSizedBuffer(data[1:])
+	if err == nil && written != len(data)-1 {
+		err = fmt.Errorf("%d bytes written of the %d its size promised", written, len(data)-1)
+	}
+	if err != nil {
+		return fmt.Errorf("compact: encoding %T as protobuf: %w", m, err)
+	}
+	return nil
 }
 
 // checkKind refuses objects whose decoding would fail or come back as
@@ -181,12 +235,31 @@ func (c *Codec) headerFor(obj runtime.Object) byte {
 	return byte(c.format)
 }
 
-// Decode returns a fresh object equal to the one data was encoded from.
-func (c *Codec) Decode(data []byte) (runtime.Object, error) {
-	if len(data) == 0 {
+// Decode returns a fresh object equal to the one e was encoded from. An
+// Encoding in two pieces is joined in a reused buffer.
+func (c *Codec) Decode(e Encoding) (runtime.Object, error) {
+	if e.Len() == 0 {
 		return nil, errors.New("compact: decoding empty data")
 	}
-	header, body := data[0], data[1:]
+	if e.tailLen == 0 {
+		return c.decodeBody(*e.head, e.Identity()[1:])
+	}
+	s := getScratch(e.Len())
+	defer s.release()
+	return c.decodeWith(s, e)
+}
+
+// decodeWith is Decode of e joined in s.
+func (c *Codec) decodeWith(s *scratch, e Encoding) (runtime.Object, error) {
+	return c.decodeBody(*e.head, e.joined(s)[1:])
+}
+
+// decodeBody decodes body, which follows header, into a fresh object that
+// keeps no part of body, so that body may be reused: decompressing makes
+// new bytes, protobuf's generated code copies every string and byte slice
+// out, and the serializers' decoders copy too (json.Unmarshaler and
+// cbor.Unmarshaler implementations must copy what they keep).
+func (c *Codec) decodeBody(header byte, body []byte) (runtime.Object, error) {
 	if header&flagCompressed != 0 {
 		if c.compressor == nil {
 			return nil, errors.New("compact: compressed data and no compressor")
@@ -196,20 +269,25 @@ func (c *Codec) Decode(data []byte) (runtime.Object, error) {
 			return nil, err
 		}
 	}
+	return c.decode(header, body)
+}
+
+// decode turns body, in the format header names, into a fresh object.
+func (c *Codec) decode(header byte, body []byte) (runtime.Object, error) {
 	format := Format(header & formatMask)
 	into := reflect.New(c.typ.Elem()).Interface().(runtime.Object)
-	obj, _, err := c.serializers[format].Decode(body, &c.gvk, into)
+	var err error
+	if m, ok := into.(generated); ok && format == Protobuf {
+		err = m.Unmarshal(body)
+	} else {
+		_, _, err = c.serializers[format].Decode(body, &c.gvk, into)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("compact: decoding %v as %v: %w", c.typ, format, err)
 	}
-	if format == Protobuf {
-		// The raw serializer sets the kind it decoded as; what was stored
-		// is in the header.
-		gvk := schema.GroupVersionKind{}
-		if header&flagTypeMeta != 0 {
-			gvk = c.gvk
-		}
-		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if header&flagTypeMeta != 0 {
+		// Protobuf does not carry TypeMeta; the header says it was set.
+		into.GetObjectKind().SetGroupVersionKind(c.gvk)
 	}
-	return obj, nil
+	return into, nil
 }

@@ -57,9 +57,9 @@ func fixtureSets(t testing.TB) map[string][]runtime.Object {
 func samples(t testing.TB, c *Codec, objs []runtime.Object) [][]byte {
 	out := make([][]byte, len(objs))
 	for i, o := range objs {
-		var err error
-		out[i], err = c.Encode(o)
+		e, err := c.Encode(o)
 		require.NoError(t, err)
+		out[i] = e.Bytes()
 	}
 	return out
 }
@@ -238,17 +238,17 @@ func TestEncodeRefuses(t *testing.T) {
 func TestDecodeRejectsBadData(t *testing.T) {
 	c, err := NewCodec(&corev1.Pod{}, Options{})
 	require.NoError(t, err)
-	_, err = c.Decode(nil)
+	_, err = c.Decode(Encoding{})
 	assert.Error(t, err)
-	_, err = c.Decode([]byte{byte(Protobuf), 0xff, 0xff})
+	_, err = c.Decode(whole([]byte{byte(Protobuf), 0xff, 0xff}))
 	assert.Error(t, err)
-	_, err = c.Decode([]byte{byte(Protobuf) | flagCompressed, 1, 2})
+	_, err = c.Decode(whole([]byte{byte(Protobuf) | flagCompressed, 1, 2}))
 	assert.ErrorContains(t, err, "no compressor")
 
 	comp, err := NewCompressor(flate.BestSpeed, nil)
 	require.NoError(t, err)
 	cc, err := NewCodec(&corev1.Pod{}, Options{Compressor: comp})
 	require.NoError(t, err)
-	_, err = cc.Decode([]byte{byte(Protobuf) | flagCompressed, 0xff, 0xff, 0xff})
+	_, err = cc.Decode(whole([]byte{byte(Protobuf) | flagCompressed, 0xff, 0xff, 0xff}))
 	assert.ErrorContains(t, err, "decompressing")
 }

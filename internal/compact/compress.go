@@ -60,28 +60,23 @@ func Dictionary(samples [][]byte, size int) []byte {
 	return out[max(0, len(out)-size):]
 }
 
-// compress returns header followed by data compressed, and false when that
-// is not smaller than data.
-func (c *Compressor) compress(header byte, data []byte) ([]byte, bool) {
-	var buf bytes.Buffer
-	buf.Grow(len(data) / 2)
-	buf.WriteByte(header)
+// compress writes header followed by data compressed to dst, and reports
+// whether that is smaller than data.
+func (c *Compressor) compress(dst *bytes.Buffer, header byte, data []byte) bool {
+	dst.WriteByte(header)
 	w, _ := c.writers.Get().(*flate.Writer)
 	if w == nil {
 		// The level was checked by NewCompressor, so this cannot fail.
-		w, _ = flate.NewWriterDict(&buf, c.level, c.dict)
+		w, _ = flate.NewWriterDict(dst, c.level, c.dict)
 	} else {
-		w.Reset(&buf)
+		w.Reset(dst)
 	}
 	_, err := w.Write(data)
 	if err == nil {
 		err = w.Close()
 	}
 	c.writers.Put(w)
-	if err != nil || buf.Len() > len(data) {
-		return nil, false
-	}
-	return bytes.Clone(buf.Bytes()), true
+	return err == nil && dst.Len() <= len(data)
 }
 
 // decompress reverses compress.

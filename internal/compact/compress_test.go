@@ -30,9 +30,9 @@ func TestDictionaryMakesSmallObjectsSmaller(t *testing.T) {
 	require.NoError(t, err)
 	smaller, err := b.Encode(obj)
 	require.NoError(t, err)
-	assert.Less(t, len(small), len(raw))
-	assert.Less(t, len(smaller), len(small))
-	assert.NotZero(t, small[0]&flagCompressed)
+	assert.Less(t, small.Len(), raw.Len())
+	assert.Less(t, smaller.Len(), small.Len())
+	assert.NotZero(t, small.Bytes()[0]&flagCompressed)
 }
 
 func TestIncompressibleBytesAreStoredPlain(t *testing.T) {
@@ -48,7 +48,7 @@ func TestIncompressibleBytesAreStoredPlain(t *testing.T) {
 	require.NoError(t, err)
 	data, err := c.Encode(obj)
 	require.NoError(t, err)
-	assert.Zero(t, data[0]&flagCompressed, "a tiny object does not shrink")
+	assert.Zero(t, data.Bytes()[0]&flagCompressed, "a tiny object does not shrink")
 	got, err := c.Decode(data)
 	require.NoError(t, err)
 	assert.Equal(t, obj, got)

@@ -24,7 +24,7 @@ const (
 // without decoding.
 type byteStore struct {
 	codec       *compact.Codec
-	items       map[string][]byte
+	items       map[string]compact.Encoding
 	byNamespace map[string][]string
 }
 
@@ -64,7 +64,7 @@ func newByteStore(src *source, format compact.Format, strip bool, comp compressi
 	if err != nil {
 		return nil, err
 	}
-	return &byteStore{codec: codec, items: map[string][]byte{}, byNamespace: map[string][]string{}}, nil
+	return &byteStore{codec: codec, items: map[string]compact.Encoding{}, byNamespace: map[string][]string{}}, nil
 }
 
 func sampleDictionary(src *source, format compact.Format, strip bool) ([]byte, error) {
@@ -74,9 +74,11 @@ func sampleDictionary(src *source, format compact.Format, strip bool) ([]byte, e
 	}
 	samples := make([][]byte, dictionarySamples)
 	for i := range samples {
-		if samples[i], err = plain.Encode(src.object(i, strip)); err != nil {
+		e, err := plain.Encode(src.object(i, strip))
+		if err != nil {
 			return nil, err
 		}
+		samples[i] = e.Bytes()
 	}
 	return compact.Dictionary(samples, dictionarySize), nil
 }

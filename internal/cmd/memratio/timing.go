@@ -121,7 +121,7 @@ func (b *byteStore) readNamespace(ns string, hot *compact.HotCache[runtime.Objec
 	for _, key := range b.byNamespace[ns] {
 		data := b.items[key]
 		if hot != nil {
-			if obj, ok := hot.Get(key, data); ok {
+			if obj, ok := hot.Get(key, data.Identity()); ok {
 				if onHit != nil {
 					onHit(obj)
 				}
@@ -133,7 +133,7 @@ func (b *byteStore) readNamespace(ns string, hot *compact.HotCache[runtime.Objec
 			panic(err)
 		}
 		if hot != nil {
-			hot.Put(key, data, obj)
+			hot.Put(key, data.Identity(), obj)
 		}
 	}
 }
