@@ -60,12 +60,15 @@ type probeForm struct {
 	calls  atomic.Int64
 	views  atomic.Int64
 	sample func()
+	// sampleViews samples on reads too.
+	sampleViews bool
 }
 
-// probeStore makes inf's store hold through a probeForm; call before Run.
-func probeStore(inf SharedIndexInformer, every int, sample func()) {
+// probeStore makes inf's store hold and read through a probeForm; call
+// before Run.
+func probeStore(inf SharedIndexInformer, p *probeForm) {
 	storage := inf.(*sharedIndexInformer).indexer.(*cache).storage
-	storage.form = &probeForm{inner: storage.form, every: int64(max(every, 1)), sample: sample}
+	p.inner, storage.form = storage.form, p
 }
 
 func (f *probeForm) hold(key string, obj any) (held any, err error) {
@@ -90,7 +93,7 @@ func (f *probeForm) view(key string, held any) (any, error) {
 		return held, nil
 	}
 	obj, err := f.inner.view(key, held)
-	if f.views.Add(1)%f.every == 0 {
+	if f.sampleViews && f.views.Add(1)%f.every == 0 {
 		f.sample()
 	}
 	return obj, err
@@ -111,7 +114,7 @@ func syncHeap(t *testing.T, n int, listMode bool, mode storageMode) (peak, stead
 	lw := newStreamingLW(srv)
 	base := liveHeap()
 	inf := mode.newInformer(lw, &v1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
-	probeStore(inf, n/4, func() { peak = max(peak, liveHeap()) })
+	probeStore(inf, &probeForm{every: int64(max(n/4, 1)), sampleViews: true, sample: func() { peak = max(peak, liveHeap()) }})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

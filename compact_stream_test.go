@@ -62,7 +62,7 @@ func TestCompactWatchListKeepsFewDecodedObjects(t *testing.T) {
 			tracker := &decodedTracker{}
 			require.NoError(t, inf.SetTransform(tracker.transform))
 			var alive []int
-			probeStore(inf, pods, func() { alive = append(alive, tracker.live()) })
+			probeStore(inf, &probeForm{every: pods, sample: func() { alive = append(alive, tracker.live()) }})
 			var mu sync.Mutex
 			adds := map[string]bool{}
 			_, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(obj any) {
