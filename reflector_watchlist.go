@@ -56,6 +56,11 @@ type pretransformedQueue interface {
 	// leaveOutStreamed reports an object whose transform failed; it is
 	// left out.
 	leaveOutStreamed(obj interface{}, err error)
+}
+
+// preholdingQueue is a pretransformedQueue that may want a stream's
+// objects held as they arrive: a compact informer's RealFIFO.
+type preholdingQueue interface {
 	// streamPreholder is how the stream holds objects as they arrive; nil
 	// keeps them as they are.
 	streamPreholder() preholdFunc
@@ -68,9 +73,9 @@ func newStreamBuffer(store ReflectorStore) *watchListBuffer {
 	case pretransformedQueue:
 		b := newWatchListBuffer(s.Transformer())
 		b.queue = s
-		if !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
+		if p, ok := s.(preholdingQueue); ok && !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
 			// The detector compares the collected objects with a LIST's.
-			b.prehold = s.streamPreholder()
+			b.prehold = p.streamPreholder()
 		}
 		return b
 	case TransformingStore:
