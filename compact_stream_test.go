@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"weak"
 
 	"github.com/stretchr/testify/assert"
@@ -133,6 +134,8 @@ func TestCompactRefusedObjectCostsOnlyThatObject(t *testing.T) {
 		defer stop()
 		informerTestWait(t, "sync", inf.HasSyncedChecker())
 		events.waitFor(t, "add ns/y")
+		// Without AtomicFIFO the refusal is reported after the handler hears of y.
+		synctest.Wait()
 		assert.Equal(t, []string{"ns/y"}, storeSortedKeys(inf.GetStore()), "x cannot be cached; y is")
 		got := reported.take()
 		require.Len(t, got, 1)
