@@ -5,15 +5,12 @@ import (
 	"runtime"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
@@ -82,6 +79,9 @@ func TestCompactWatchListKeepsFewDecodedObjects(t *testing.T) {
 			require.True(t, WaitForCacheSync(ctx.Done(), inf.HasSynced))
 
 			require.Len(t, inf.GetStore().ListKeys(), pods)
+			tracker.mu.Lock()
+			assert.Len(t, tracker.objects, pods, "one transform per object")
+			tracker.mu.Unlock()
 			mu.Lock()
 			assert.Len(t, adds, pods, "every object reaches the handler")
 			mu.Unlock()
@@ -96,51 +96,4 @@ func TestCompactWatchListKeepsFewDecodedObjects(t *testing.T) {
 			}
 		})
 	}
-}
-
-// In a compact informer, an object the store cannot encode costs no other
-// object, whether it is refused as a watch-list stream holds it or in the
-// store's Replace after a LIST: it is left out, reported and counted once,
-// and the transform runs once per object.
-func TestCompactRefusedObjectCostsOnlyThatObject(t *testing.T) {
-	objErrEachMode(t, func(t *testing.T, mode objErrMode, reported *reportedErrors) {
-		srv := newDiffServer(mode.watchList)
-		srv.apply(watch.Added, "x", "unencodable", "yes")
-		srv.apply(watch.Added, "y")
-		provider := &objectErrorProvider{}
-		inf := NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, SharedIndexInformerOptions{
-			Indexers:                Indexers{NamespaceIndex: MetaNamespaceIndexFunc},
-			Identifier:              storeReservedID(t),
-			InformerMetricsProvider: provider,
-			Compact:                 &CompactOptions{},
-		})
-		events := newObjErrEvents()
-		_, err := inf.AddEventHandler(events)
-		require.NoError(t, err)
-		transforms := map[string]int{}
-		require.NoError(t, inf.SetTransform(func(obj interface{}) (interface{}, error) {
-			p, ok := obj.(*v1.Pod)
-			if !ok {
-				return obj, nil
-			}
-			transforms[p.Name]++
-			if p.Labels["unencodable"] == "yes" {
-				// Compact storage refuses a typed object of another kind.
-				p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
-			}
-			return p, nil
-		}))
-		stop := informerTestRun(inf)
-		defer stop()
-		informerTestWait(t, "sync", inf.HasSyncedChecker())
-		events.waitFor(t, "add ns/y")
-		// Without AtomicFIFO the refusal is reported after the handler hears of y.
-		synctest.Wait()
-		assert.Equal(t, []string{"ns/y"}, storeSortedKeys(inf.GetStore()), "x cannot be cached; y is")
-		got := reported.take()
-		require.Len(t, got, 1)
-		assert.Contains(t, got[0], `object "ns/x" not stored`)
-		assert.Equal(t, 1, provider.errors.count())
-		assert.Equal(t, map[string]int{"x": 1, "y": 1}, transforms)
-	})
 }
