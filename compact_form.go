@@ -50,6 +50,10 @@ func newCompactForm(opts CompactOptions) *compactForm {
 // update, cost no decode and are the very object that was written, as in
 // the default mode.
 func (f *compactForm) hold(key string, obj any) (any, error) {
+	if h, ok := obj.(*compactHeld); ok {
+		// Held ahead of a Replace (see preheld): adopted as it is.
+		return h, nil
+	}
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return nil, fmt.Errorf("compact storage keeps API objects (runtime.Object) only, not %T (key %q)", obj, key)

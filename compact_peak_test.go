@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
@@ -47,35 +49,57 @@ func liveHeap() uint64 {
 	return m.HeapAlloc
 }
 
-// peakForm wraps a store's form (nil: objects held as they are) and
-// measures the live heap when the store holds its n-th object, with the
-// writer stopped, so that nothing allocated meanwhile counts.
-type peakForm struct {
-	inner storedForm
-	n     int64
-	calls atomic.Int64
-	peak  uint64
+// probeForm wraps a store's form (nil: objects held as they are) and calls
+// sample every so many objects held (a compact informer's watch-list holds
+// each object twice: as it arrives and when the store adopts it) and read
+// back (to index them, and for the handlers), with the caller stopped, so
+// that nothing allocated meanwhile counts.
+type probeForm struct {
+	inner  storedForm
+	every  int64
+	calls  atomic.Int64
+	views  atomic.Int64
+	sample func()
+	// sampleViews samples on reads too.
+	sampleViews bool
 }
 
-func (f *peakForm) hold(key string, obj any) (held any, err error) {
+// probeStore makes inf's store hold and read through a probeForm; call
+// before Run.
+func probeStore(inf SharedIndexInformer, p *probeForm) {
+	storage := inf.(*sharedIndexInformer).indexer.(*cache).storage
+	p.inner, storage.form = storage.form, p
+}
+
+func (f *probeForm) hold(key string, obj any) (held any, err error) {
 	held = obj
 	if f.inner != nil {
 		held, err = f.inner.hold(key, obj)
 	}
-	if f.calls.Add(1) == f.n {
-		f.peak = liveHeap()
+	if f.calls.Add(1)%f.every == 0 {
+		f.sample()
 	}
 	return held, err
 }
 
-func (f *peakForm) view(key string, held any) (any, error) {
+// encodes is the inner form's, so that the probe takes the same path.
+func (f *probeForm) encodes() bool {
+	e, ok := f.inner.(encodingForm)
+	return ok && e.encodes()
+}
+
+func (f *probeForm) view(key string, held any) (any, error) {
 	if f.inner == nil {
 		return held, nil
 	}
-	return f.inner.view(key, held)
+	obj, err := f.inner.view(key, held)
+	if f.sampleViews && f.views.Add(1)%f.every == 0 {
+		f.sample()
+	}
+	return obj, err
 }
 
-func (f *peakForm) drop(key string) {
+func (f *probeForm) drop(key string) {
 	if f.inner != nil {
 		f.inner.drop(key)
 	}
@@ -87,11 +111,10 @@ func (f *peakForm) drop(key string) {
 func syncHeap(t *testing.T, n int, listMode bool, mode storageMode) (peak, steady uint64) {
 	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: listMode,
 		Objects: fixtures.Objects(fixtures.Pods(1, n))})
+	lw := newStreamingLW(srv)
 	base := liveHeap()
-	inf := mode.newInformer(srv, &v1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
-	storage := inf.(*sharedIndexInformer).indexer.(*cache).storage
-	probe := &peakForm{inner: storage.form, n: int64(n)}
-	storage.form = probe
+	inf := mode.newInformer(lw, &v1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	probeStore(inf, &probeForm{every: int64(max(n/4, 1)), sampleViews: true, sample: func() { peak = max(peak, liveHeap()) }})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -101,6 +124,78 @@ func syncHeap(t *testing.T, n int, listMode bool, mode storageMode) (peak, stead
 	require.Len(t, inf.GetStore().ListKeys(), n)
 	cancel()
 	wg.Wait()
-	runtime.KeepAlive(srv)
-	return probe.peak - base, steady - base
+	runtime.KeepAlive(lw)
+	return peak - base, steady - base
+}
+
+// streamingLW is the fake server whose watch-list streams decode each
+// object only as the stream reaches it, as a client does reading an API
+// server's stream (the fake copies its whole state when a watch starts).
+// Everything else is the fake's.
+type streamingLW struct {
+	*fake.Server
+	keys [][2]string // namespace and name, in key order
+}
+
+func newStreamingLW(srv *fake.Server) *streamingLW {
+	lw := &streamingLW{Server: srv}
+	for _, obj := range srv.Objects() {
+		m := obj.(metav1.Object)
+		lw.keys = append(lw.keys, [2]string{m.GetNamespace(), m.GetName()})
+	}
+	return lw
+}
+
+func (lw *streamingLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	if o.SendInitialEvents == nil || !*o.SendInitialEvents {
+		return lw.Server.WatchWithContext(ctx, o)
+	}
+	s := &lazyStream{lw: lw, result: make(chan watch.Event), stop: make(chan struct{}), rv: lw.ResourceVersion()}
+	go s.run(ctx)
+	return s, nil
+}
+
+// lazyStream is a watch-list stream over lw's objects that stays open,
+// quiet, after its end bookmark.
+type lazyStream struct {
+	lw       *streamingLW
+	result   chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+	rv       string
+}
+
+func (s *lazyStream) ResultChan() <-chan watch.Event { return s.result }
+
+func (s *lazyStream) Stop() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+func (s *lazyStream) run(ctx context.Context) {
+	defer close(s.result)
+	for _, k := range s.lw.keys {
+		obj, err := s.lw.Get(k[0], k[1])
+		if err != nil || !s.send(ctx, watch.Event{Type: watch.Added, Object: obj}) {
+			return
+		}
+	}
+	end := &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: s.rv,
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	if s.send(ctx, watch.Event{Type: watch.Bookmark, Object: end}) {
+		s.send(ctx, watch.Event{})
+	}
+}
+
+// send delivers ev, false once the stream is stopped. A zero event waits
+// for the stop.
+func (s *lazyStream) send(ctx context.Context, ev watch.Event) bool {
+	out := s.result
+	if ev.Object == nil {
+		out = nil
+	}
+	select {
+	case out <- ev:
+		return true
+	case <-s.stop:
+	case <-ctx.Done():
+	}
+	return false
 }

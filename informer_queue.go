@@ -42,5 +42,11 @@ func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue) {
 		ro.KnownObjects = opts.store
 	}
 	f := NewRealFIFOWithOptions(ro)
+	if p, ok := opts.store.(preholdingStore); ok && ro.AtomicEvents {
+		// One ReplacedAll carries a watch-list's objects to the store as
+		// they were held; a per-object Replace would need every consumer of
+		// its deltas to read them back.
+		f.prehold = p.preholder()
+	}
 	return f.logger, f
 }

@@ -58,6 +58,14 @@ type pretransformedQueue interface {
 	leaveOutStreamed(obj interface{}, err error)
 }
 
+// preholdingQueue is a pretransformedQueue that may want a stream's
+// objects held as they arrive: a compact informer's RealFIFO.
+type preholdingQueue interface {
+	// streamPreholder is how the stream holds objects as they arrive; nil
+	// keeps them as they are.
+	streamPreholder() preholdFunc
+}
+
 // newStreamBuffer returns the buffer for a stream into store. The objects
 // get the store's own transform as they arrive, as they would in a store.
 func newStreamBuffer(store ReflectorStore) *watchListBuffer {
@@ -65,6 +73,10 @@ func newStreamBuffer(store ReflectorStore) *watchListBuffer {
 	case pretransformedQueue:
 		b := newWatchListBuffer(s.Transformer())
 		b.queue = s
+		if p, ok := s.(preholdingQueue); ok && !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
+			// The detector compares the collected objects with a LIST's.
+			b.prehold = p.streamPreholder()
+		}
 		return b
 	case TransformingStore:
 		return newWatchListBuffer(s.Transformer())
@@ -105,9 +117,12 @@ type watchListBuffer struct {
 	// reports the objects whose transform fails, and takes the collected
 	// objects without transforming them again.
 	queue pretransformedQueue
-	items []interface{}
+	// prehold, when set, holds each object as the store will, so that the
+	// buffer keeps the objects encoded; see preheld.
+	prehold preholdFunc
+	items   []interface{}
 	// keys holds the key of each item while there is a transformer, whose
-	// output might no longer yield the key of its input.
+	// output might no longer yield the key of its input, or a preholder.
 	keys    []string
 	last    keyParts
 	hasLast bool
@@ -131,7 +146,7 @@ func (b *watchListBuffer) add(obj runtime.Object) error {
 		b.put(name.key(), stored)
 	default:
 		b.items = append(b.items, stored)
-		if b.transform != nil {
+		if b.transform != nil || b.prehold != nil {
 			b.keys = append(b.keys, name.key())
 		}
 		b.last, b.hasLast = name, true
@@ -186,22 +201,31 @@ func (b *watchListBuffer) observe(rv string, pastInitialAdds bool) {
 }
 
 // transformed returns obj as the buffer keeps it, or false when it is left
-// out. An object whose transform fails is left out and reported by a queue
-// of this package, like a failed object of a LIST; another store gets it
-// untransformed, as its Replace transforms every object again and decides.
+// out. An object whose transform (or hold) fails is left out and reported
+// by a queue of this package, like a failed object of a LIST; another store
+// gets it untransformed, as its Replace transforms every object again and
+// decides.
 func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, bool) {
-	if b.transform == nil {
-		return obj, true
+	var out interface{} = obj
+	if b.transform != nil {
+		var err error
+		if out, err = b.transform(obj); err != nil {
+			if b.queue == nil {
+				return obj, true
+			}
+			b.queue.leaveOutStreamed(obj, err)
+			return nil, false
+		}
 	}
-	out, err := b.transform(obj)
-	switch {
-	case err == nil:
+	if b.prehold == nil {
 		return out, true
-	case b.queue != nil:
+	}
+	p, err := b.prehold(out)
+	if err != nil {
 		b.queue.leaveOutStreamed(obj, err)
 		return nil, false
 	}
-	return obj, true
+	return p, true
 }
 
 // replaceInto hands the collected objects to store in one Replace; a queue

@@ -230,7 +230,7 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 	r.after = hashmap.Sized[any](e, len(list))
 	r.keys = make([]string, 0, len(list))
 	r.objs = make([]interface{}, 0, len(list))
-	unique := true
+	unique, adopted := true, false
 	for _, obj := range list {
 		key, stored, held, err := c.storable(obj)
 		if err != nil {
@@ -241,12 +241,15 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 		if _, replaced := r.after.Set(e, key, held); replaced {
 			unique = false
 		}
+		_, pre := stored.(preheld)
+		adopted = adopted || pre
 		r.keys, r.objs = append(r.keys, key), append(r.objs, stored)
 	}
 	order := listOrder{r.keys, r.objs}
-	if !unique {
+	if !unique || adopted {
 		// An earlier object under a repeated key was overwritten and must
-		// not be indexed; walk the map instead.
+		// not be indexed, or the objects are held already and are read back
+		// one at a time: walk the map instead.
 		order = listOrder{}
 	}
 	r.before = c.storage.replace(r.after, e, rv, order)
@@ -256,6 +259,11 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 // storable returns obj's key, obj transformed and what the map holds for
 // it.
 func (c *cache) storable(obj interface{}) (key string, stored, held interface{}, err error) {
+	if p, ok := obj.(preheld); ok {
+		// Transformed and keyed when it was held; the form adopts it.
+		held, err = c.storage.hold(p.key, p.held)
+		return p.key, p, held, err
+	}
 	if key, err = c.keyOf(obj); err != nil {
 		return "", nil, nil, err
 	}

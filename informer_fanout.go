@@ -1,0 +1,64 @@
+package cache
+
+// informerFanout is the informer's own ResourceEventHandler: it turns
+// changes applied to the cache into notifications for every handler. It
+// always runs with blockDeltas held.
+type informerFanout struct{ s *sharedIndexInformer }
+
+func (f informerFanout) OnAdd(obj interface{}, isInInitialList bool) {
+	f.s.mutationDetector.AddObject(obj)
+	f.s.processor.distributeOne(notification{kind: addNotification, newObj: obj, initial: isInInitialList}, false)
+}
+
+// OnUpdate marks an update that did not change the resource version (a
+// resync, or an unchanged object in a relist) as a sync notification, which
+// only handlers due for a resync receive.
+func (f informerFanout) OnUpdate(oldObj, newObj interface{}) {
+	f.s.mutationDetector.AddObject(newObj)
+	f.s.processor.distributeOne(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj}, isSyncUpdate(oldObj, newObj))
+}
+
+func (f informerFanout) OnDelete(obj interface{}) {
+	f.s.processor.distributeOne(notification{kind: deleteNotification, oldObj: obj}, false)
+}
+
+// notifyBatch distributes the changes of one batch of deltas, in order, a
+// chunk at a time, so that no listener's lock is held for a whole relist.
+func (f informerFanout) notifyBatch(ns []notification) {
+	for len(ns) > 0 {
+		chunk := ns[:min(len(ns), notificationChunk)]
+		f.distributeChunk(chunk)
+		ns = ns[len(chunk):]
+	}
+}
+
+// distributeChunk hands each listener the whole chunk at once, with the
+// objects a compact informer's watch-list held encoded read back.
+func (f informerFanout) distributeChunk(ns []notification) {
+	ns = resolvePreheld(ns)
+	var sync []bool
+	for i := range ns {
+		n := &ns[i]
+		if n.kind == deleteNotification {
+			continue
+		}
+		f.s.mutationDetector.AddObject(n.newObj)
+		if n.kind == updateNotification && isSyncUpdate(n.oldObj, n.newObj) {
+			if sync == nil {
+				sync = make([]bool, len(ns))
+			}
+			sync[i] = true
+		}
+	}
+	f.s.processor.distribute(ns, sync)
+}
+
+// isSyncUpdate reports an update that did not change the resource version.
+func isSyncUpdate(oldObj, newObj interface{}) bool {
+	n, err := accessor(newObj)
+	if err != nil {
+		return false
+	}
+	o, err := accessor(oldObj)
+	return err == nil && n.GetResourceVersion() == o.GetResourceVersion()
+}

@@ -1,0 +1,95 @@
+package cache
+
+// A store whose form encodes objects (compact storage) can take the objects
+// of a watch-list stream in its held form as they arrive, so that the
+// decoded initial list never lives whole: the stream's buffer keeps each
+// object encoded, the queue's ReplacedAll carries those entries, the store
+// adopts them without encoding again, and the informer's fan-out decodes
+// each one (or takes it from the hot cache) only as it hands it to the
+// handlers, a chunk at a time. Stores that hold objects as they are never
+// take this path: there is nothing to gain.
+
+// preheld is an object already in its store's held form, with its store
+// key: what a compact informer's watch-list buffer keeps of each object.
+type preheld struct {
+	key  string
+	held any
+	// form reads the object back; it is the store's.
+	form storedForm
+}
+
+// preholdFunc returns obj, already transformed, as a preheld, or the
+// error that refuses it alone.
+type preholdFunc func(obj any) (preheld, error)
+
+// preholdingStore is a store that can hold objects ahead of a Replace:
+// this package's. Its preholder is nil when it holds objects as they are.
+type preholdingStore interface {
+	preholder() preholdFunc
+}
+
+var _ preholdingStore = &cache{}
+
+// encodingForm is a form that keeps objects encoded, far smaller than
+// decoded: only such a store gains from holding a stream's objects ahead.
+type encodingForm interface {
+	storedForm
+	encodes() bool
+}
+
+// encodes is true: compact storage keeps each object as its encoding.
+func (*compactForm) encodes() bool { return true }
+
+// preholder returns the store's preholdFunc, nil unless its form encodes.
+func (c *cache) preholder() preholdFunc {
+	if f, ok := c.storage.form.(encodingForm); !ok || !f.encodes() {
+		return nil
+	}
+	return func(obj any) (preheld, error) {
+		key, err := c.keyOf(obj)
+		if err != nil {
+			return preheld{}, err
+		}
+		held, err := c.storage.hold(key, obj)
+		if err != nil {
+			return preheld{}, err
+		}
+		return preheld{key: key, held: held, form: c.storage.form}, nil
+	}
+}
+
+// object reads p back, false when its form cannot (reported).
+func (p preheld) object() (any, bool) {
+	return viewHeld(p.form, p.key, p.held)
+}
+
+// resolvePreheld returns ns with every preheld object read back, in a new
+// slice when there is one, so that the decoded objects live only as long
+// as the chunk they are handed out in and not as long as the caller's
+// slice (a whole relist). A change whose object cannot be read back is left
+// out, reported by the form's view.
+func resolvePreheld(ns []notification) []notification {
+	first := -1
+	for i := range ns {
+		if _, ok := ns[i].newObj.(preheld); ok {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return ns
+	}
+	out := make([]notification, first, len(ns))
+	copy(out, ns[:first])
+	for _, n := range ns[first:] {
+		if p, ok := n.newObj.(preheld); ok {
+			obj, ok := p.object()
+			if !ok {
+				continue
+			}
+			n.newObj = obj
+		}
+		out = append(out, n)
+	}
+	return out
+}
