@@ -23,15 +23,21 @@ type txnFailure struct {
 }
 
 // txnPlan is what a transaction computes before taking the lock: held[i]
-// is write i's object as the map keeps it (held is nil when the store has
-// no form), vals[i*n:(i+1)*n] its values for n index functions; the writes
-// that cannot be applied are listed, in order, in failures, and the index
-// entries left out of applied writes in indexFails.
+// is write i's object as the map keeps it and priors[i] what its key held
+// (both nil when the store has no form), vals[i*n:(i+1)*n] its values for
+// n index functions; the writes that cannot be applied are listed, in
+// order, in failures, and the index entries left out of applied writes in
+// indexFails. The arrays give a transaction of one write (an informer's
+// usual batch) its slices without allocating.
 type txnPlan struct {
 	held       []any
 	vals       [][]string
+	priors     []prior
 	failures   []txnFailure
 	indexFails []error
+	heldBuf    [1]any
+	valsBuf    [4][]string
+	priorsBuf  [1]prior
 }
 
 // transaction applies txns under one lock and returns the writes it
@@ -45,7 +51,7 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 	s.holdTxns(&p, txns)
 	set := s.indexers.Load()
 	p.values(set, txns)
-	s.lockForWrite()
+	s.lockForTxn(&p, txns)
 	if cur := s.indexers.Load(); cur != set {
 		set = cur
 		p.values(set, txns)
@@ -60,7 +66,7 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 // Add and Update.
 func (s *threadSafeMap) holdTxns(p *txnPlan, txns []ThreadSafeStoreTransaction) {
 	if s.form != nil {
-		p.held = make([]any, len(txns))
+		p.held = bufOrMake(p.heldBuf[:], len(txns))
 	}
 	for i, t := range txns {
 		switch t.Type {
@@ -96,13 +102,13 @@ func (s *threadSafeMap) commitLocked(set *indexerSet, txns []ThreadSafeStoreTran
 		}
 		switch {
 		case t.Type == TransactionTypeDelete:
-			if s.deleteLocked(set, t.Key) && s.form != nil {
+			if s.deleteLocked(set, t.Key, p.priorLocked(s, txns, i)) && s.form != nil {
 				deleted = append(deleted, t.Key)
 			}
 		case p.held == nil:
-			s.putLocked(set, t.Key, t.Object, t.Object, p.vals[i*n:(i+1)*n])
+			s.putLocked(set, t.Key, t.Object, t.Object, p.vals[i*n:(i+1)*n], prior{})
 		default:
-			s.putLocked(set, t.Key, p.held[i], t.Object, p.vals[i*n:(i+1)*n])
+			s.putLocked(set, t.Key, p.held[i], t.Object, p.vals[i*n:(i+1)*n], p.priorLocked(s, txns, i))
 		}
 		rv = rvOf(t.Object)
 	}
@@ -124,7 +130,7 @@ func (s *threadSafeMap) dropDeletedLocked(deleted []string) {
 // one allocation for the batch.
 func (p *txnPlan) values(set *indexerSet, txns []ThreadSafeStoreTransaction) {
 	n := len(set.fns)
-	p.vals, p.indexFails = make([][]string, len(txns)*n), nil
+	p.vals, p.indexFails = bufOrMake(p.valsBuf[:], len(txns)*n), nil
 	failed := p.failures
 	for i, t := range txns {
 		if len(failed) > 0 && failed[0].pos == i {
@@ -136,4 +142,78 @@ func (p *txnPlan) values(set *indexerSet, txns []ThreadSafeStoreTransaction) {
 			p.indexFails = append(p.indexFails, fails...)
 		}
 	}
+}
+
+// bufOrMake returns buf's first n elements, zeroed, if it has n, and a new
+// slice otherwise.
+func bufOrMake[T any](buf []T, n int) []T {
+	if n > len(buf) {
+		return make([]T, n)
+	}
+	clear(buf[:n])
+	return buf[:n]
+}
+
+// lockForTxn takes the write lock for txns; with a form, once every key
+// still holds the prior read before the lock (see lockForWriteOf).
+func (s *threadSafeMap) lockForTxn(p *txnPlan, txns []ThreadSafeStoreTransaction) {
+	if s.form == nil {
+		s.lockForWrite()
+		return
+	}
+	for {
+		s.readTxnPriors(p, txns)
+		s.lockForWrite()
+		if p.priorsHoldLocked(s, txns) {
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// readTxnPriors reads the prior of every write's key: what the map holds
+// under one lock, viewed after releasing it.
+func (s *threadSafeMap) readTxnPriors(p *txnPlan, txns []ThreadSafeStoreTransaction) {
+	p.priors = bufOrMake(p.priorsBuf[:], len(txns))
+	s.mu.Lock()
+	for i, t := range txns {
+		p.priors[i].held, p.priors[i].existed = s.items.Get(t.Key)
+	}
+	s.mu.Unlock()
+	for i, t := range txns {
+		p.priors[i] = s.viewPrior(t.Key, p.priors[i].held, p.priors[i].existed)
+	}
+}
+
+func (p *txnPlan) priorsHoldLocked(s *threadSafeMap, txns []ThreadSafeStoreTransaction) bool {
+	for i, t := range txns {
+		if !s.holdsLocked(t.Key, p.priors[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// priorLocked is the prior of write i, about to be applied: the one read
+// before the lock, unless an earlier write of the transaction changed the
+// key; then the key holds that write's held value, or nothing.
+func (p *txnPlan) priorLocked(s *threadSafeMap, txns []ThreadSafeStoreTransaction, i int) prior {
+	if p.priors == nil {
+		return prior{}
+	}
+	if s.holdsLocked(txns[i].Key, p.priors[i]) {
+		return p.priors[i]
+	}
+	cur, existed := s.items.Get(txns[i].Key)
+	if !existed {
+		return prior{}
+	}
+	for j := i - 1; j >= 0; j-- {
+		if p.held[j] == cur {
+			return prior{held: cur, obj: txns[j].Object, existed: true, known: true}
+		}
+	}
+	// Not reached: under the lock only this transaction changes keys.
+	// Unknown, the key is found in the indexes by a scan.
+	return prior{held: cur, existed: true}
 }

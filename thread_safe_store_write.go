@@ -42,12 +42,12 @@ func (s *threadSafeMap) put(key string, obj interface{}) error {
 	set := s.indexers.Load()
 	vals, fails := set.values(buf[:0], key, obj)
 	rv := rvOf(obj)
-	s.lockForWrite()
+	old := s.lockForWriteOf(key)
 	if cur := s.indexers.Load(); cur != set {
 		set = cur
 		vals, fails = set.values(buf[:0], key, obj)
 	}
-	s.putLocked(set, key, held, obj, vals)
+	s.putLocked(set, key, held, obj, vals, old)
 	s.recordRVLocked(rv)
 	s.mu.Unlock()
 	s.reportIndexFailures(fails)
@@ -68,10 +68,11 @@ func (s *threadSafeMap) reportIndexFailures(fails []error) {
 }
 
 // putLocked makes held, the form of obj, key's item and moves key in the
-// indexes to vals, obj's values.
-func (s *threadSafeMap) putLocked(set *indexerSet, key string, held, obj interface{}, vals [][]string) {
+// indexes to vals, obj's values. old is key's prior when the store has a
+// form (see lockForWriteOf).
+func (s *threadSafeMap) putLocked(set *indexerSet, key string, held, obj interface{}, vals [][]string, old prior) {
 	prev, existed := s.items.Set(s.epoch, key, held)
-	old := s.priorOf(key, prev, existed)
+	old = s.priorLocked(prev, existed, old)
 	for i := range s.indexes {
 		s.reindexLocked(set, i, key, old, obj, vals[i])
 	}
@@ -175,22 +176,23 @@ func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
 	if obj != nil {
 		rv = rvOf(obj)
 	}
-	s.lockForWrite()
+	old := s.lockForWriteOf(key)
 	defer s.mu.Unlock()
-	if s.deleteLocked(s.indexers.Load(), key) {
+	if s.deleteLocked(s.indexers.Load(), key, old) {
 		s.dropLocked(key)
 	}
 	s.recordRVLocked(rv)
 }
 
-// deleteLocked removes key and reports whether it was there. The caller
-// tells the form once its write is done (see dropLocked).
-func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) bool {
+// deleteLocked removes key and reports whether it was there; old is as
+// for putLocked. The caller tells the form once its write is done (see
+// dropLocked).
+func (s *threadSafeMap) deleteLocked(set *indexerSet, key string, old prior) bool {
 	prev, ok := s.items.Delete(s.epoch, key)
 	if !ok {
 		return false
 	}
-	old := s.priorOf(key, prev, true)
+	old = s.priorLocked(prev, true, old)
 	for i := range s.indexes {
 		s.reindexLocked(set, i, key, old, nil, nil)
 	}
@@ -257,23 +259,39 @@ func (s *threadSafeMap) dropGone(before, items hashmap.Map[any]) {
 
 // AddIndexers adds index functions and indexes the stored items with them.
 // A name already in use is a conflict and nothing is added; so is an index
-// function that fails on a stored item.
+// function that fails on a stored item. With a form, the new indexes are
+// built from a frozen snapshot outside the lock, since reading the items
+// back may decode, and built again should a write land meanwhile.
 func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
 	if len(newIndexers) == 0 {
 		return nil
 	}
-	s.lockForWrite()
-	defer s.mu.Unlock()
-	cur := s.indexers.Load()
-	if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
-		return fmt.Errorf("indexer conflict: %v", common)
-	}
-	next := cur.with(newIndexers)
-	added, err := newIndexBuilder(next, len(cur.fns), s.items.Len(), false, s.form).buildFrom(s.items, s.epoch, listOrder{})
-	if err != nil {
+	for {
+		s.lockForWrite()
+		cur := s.indexers.Load()
+		if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
+			s.mu.Unlock()
+			return fmt.Errorf("indexer conflict: %v", common)
+		}
+		items, e := s.items, s.epoch
+		if s.form != nil {
+			s.frozen = true
+			s.mu.Unlock()
+		}
+		next := cur.with(newIndexers)
+		added, err := newIndexBuilder(next, len(cur.fns), items.Len(), false, s.form).buildFrom(items, e, listOrder{})
+		if s.form != nil {
+			s.lockForWrite()
+		}
+		if s.items != items || s.indexers.Load() != cur {
+			s.mu.Unlock()
+			continue
+		}
+		if err == nil {
+			s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
+			s.indexers.Store(next)
+		}
+		s.mu.Unlock()
 		return err
 	}
-	s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
-	s.indexers.Store(next)
-	return nil
 }
