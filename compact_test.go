@@ -302,3 +302,40 @@ func wireCopy(t *testing.T, pod *v1.Pod) runtime.Object {
 	require.NoError(t, err)
 	return out
 }
+
+// An informer's update of an object whose old version is cold (not in the
+// hot cache) costs, beyond encoding the new object and decoding the old
+// one, one allocation: what the map holds. Measured apart from the codec,
+// whose own figures may change.
+func TestCompactUpdateAllocations(t *testing.T) {
+	const n = 64
+	var versions [2][]*v1.Pod
+	for v := range versions {
+		for i := range n {
+			versions[v] = append(versions[v], newTestPod(fmt.Sprint("ns-", i%4), fmt.Sprint("pod-", i), fmt.Sprint(v+2), "app", fmt.Sprint(i%3)))
+		}
+	}
+	c := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, CompactOptions{HotObjects: 16}).(*cache)
+	for _, p := range versions[0] {
+		require.NoError(t, c.Add(p))
+	}
+	var changes []notification
+	i := 0
+	update := func() {
+		d := [1]Delta{{Type: Updated, Object: versions[(i/n+1)%2][i%n]}}
+		changes, _, _ = c.applyDeltas(d[:], false, changes[:0])
+		i++
+	}
+	for range 2 * n {
+		update()
+	}
+	perUpdate := testing.AllocsPerRun(4*n, update)
+	codec, err := compact.NewCodec(versions[0][0], compact.Options{})
+	require.NoError(t, err)
+	data, err := codec.Encode(versions[0][0])
+	require.NoError(t, err)
+	encode := testing.AllocsPerRun(100, func() { _, _ = codec.Encode(versions[0][0]) })
+	decode := testing.AllocsPerRun(100, func() { _, _ = codec.Decode(data) })
+	t.Logf("allocations per update %.1f: encode %.1f, decode %.1f, the store's own %.1f", perUpdate, encode, decode, perUpdate-encode-decode)
+	assert.LessOrEqual(t, perUpdate-encode-decode, 1.0, "the store's own allocations per update")
+}
