@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
@@ -289,4 +290,25 @@ func TestStoredFormWriteRacingAnotherWriteOfItsKey(t *testing.T) {
 			storeModelCheck(t, name, idx, modelOf(idx))
 		})
 	}
+}
+
+// AddIndexers on a store with a form builds the new index outside the lock
+// and builds it again when a write lands meanwhile.
+func TestStoredFormAddIndexersRacingAWrite(t *testing.T) {
+	idx, form := newLockCheckIndexer()
+	require.NoError(t, idx.Add(newTestPod("ns", "a", "1", "app", "first")))
+	require.NoError(t, idx.Add(newTestPod("ns", "b", "1", "app", "first")))
+	form.onFirstView = func(string) {
+		require.NoError(t, idx.Update(newTestPod("ns", "a", "2", "app", "between")))
+	}
+	byApp := func(obj any) ([]string, error) { return []string{obj.(*v1.Pod).Labels["app"]}, nil }
+	require.NoError(t, idx.AddIndexers(Indexers{"app2": byApp}))
+	require.Nil(t, form.onFirstView, "the hook ran")
+	assert.Empty(t, form.underLock)
+	keys, err := idx.IndexKeys("app2", "between")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a"}, keys)
+	keys, err = idx.IndexKeys("app2", "first")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b"}, keys)
 }

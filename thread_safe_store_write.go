@@ -259,39 +259,48 @@ func (s *threadSafeMap) dropGone(before, items hashmap.Map[any]) {
 
 // AddIndexers adds index functions and indexes the stored items with them.
 // A name already in use is a conflict and nothing is added; so is an index
-// function that fails on a stored item. With a form, the new indexes are
-// built from a frozen snapshot outside the lock, since reading the items
-// back may decode, and built again should a write land meanwhile.
+// function that fails on a stored item.
 func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
 	if len(newIndexers) == 0 {
 		return nil
 	}
 	for {
-		s.lockForWrite()
-		cur := s.indexers.Load()
-		if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
-			s.mu.Unlock()
-			return fmt.Errorf("indexer conflict: %v", common)
+		if done, err := s.tryAddIndexers(newIndexers); done {
+			return err
 		}
-		items, e := s.items, s.epoch
-		if s.form != nil {
-			s.frozen = true
-			s.mu.Unlock()
-		}
-		next := cur.with(newIndexers)
-		added, err := newIndexBuilder(next, len(cur.fns), items.Len(), false, s.form).buildFrom(items, e, listOrder{})
-		if s.form != nil {
-			s.lockForWrite()
-		}
-		if s.items != items || s.indexers.Load() != cur {
-			s.mu.Unlock()
-			continue
-		}
-		if err == nil {
-			s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
-			s.indexers.Store(next)
-		}
-		s.mu.Unlock()
-		return err
 	}
+}
+
+// tryAddIndexers is one attempt of AddIndexers; it is not done when a
+// write landed while the new indexes were built outside the lock.
+func (s *threadSafeMap) tryAddIndexers(newIndexers Indexers) (done bool, err error) {
+	s.lockForWrite()
+	defer s.mu.Unlock()
+	cur := s.indexers.Load()
+	if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
+		return true, fmt.Errorf("indexer conflict: %v", common)
+	}
+	next, items := cur.with(newIndexers), s.items
+	added, err := s.buildIndexesLocked(next, len(cur.fns), items)
+	if s.items != items || s.indexers.Load() != cur {
+		return false, nil
+	}
+	if err == nil {
+		s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
+		s.indexers.Store(next)
+	}
+	return true, err
+}
+
+// buildIndexesLocked builds set's indexes from position from on over
+// items. With a form it releases the lock meanwhile, items frozen, since
+// reading them back may decode; it holds the lock again when it returns.
+func (s *threadSafeMap) buildIndexesLocked(set *indexerSet, from int, items hashmap.Map[any]) ([]valueIndex, error) {
+	e := s.epoch
+	if s.form != nil {
+		s.frozen = true
+		s.mu.Unlock()
+		defer s.lockForWrite()
+	}
+	return newIndexBuilder(set, from, items.Len(), false, s.form).buildFrom(items, e, listOrder{})
 }
