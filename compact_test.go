@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -302,3 +303,79 @@ func wireCopy(t *testing.T, pod *v1.Pod) runtime.Object {
 	require.NoError(t, err)
 	return out
 }
+
+// An informer's update of an object whose old version is cold (not in the
+// hot cache) costs, beyond encoding the new object and decoding the old
+// one, one allocation: what the map holds. Measured apart from the codec,
+// whose own figures may change.
+func TestCompactUpdateAllocations(t *testing.T) {
+	const n = 64
+	versions := tinyPodVersions(n)
+	c := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, CompactOptions{HotObjects: 16}).(*cache)
+	for _, p := range versions[0] {
+		require.NoError(t, c.Add(p))
+	}
+	var changes []notification
+	i := 0
+	update := func() {
+		d := [1]Delta{{Type: Updated, Object: versions[(i/n+1)%2][i%n]}}
+		changes, _, _ = c.applyDeltas(d[:], false, changes[:0])
+		i++
+	}
+	for range 2 * n {
+		update()
+	}
+	perUpdate := testing.AllocsPerRun(4*n, update)
+	codec, err := compact.NewCodec(versions[0][0], compact.Options{})
+	require.NoError(t, err)
+	data, err := codec.Encode(versions[0][0])
+	require.NoError(t, err)
+	encode := testing.AllocsPerRun(100, func() { _, _ = codec.Encode(versions[0][0]) })
+	decode := testing.AllocsPerRun(100, func() { _, _ = codec.Decode(data) })
+	t.Logf("allocations per update %.1f: encode %.1f, decode %.1f, the store's own %.1f", perUpdate, encode, decode, perUpdate-encode-decode)
+	assert.LessOrEqual(t, perUpdate-encode-decode, 1.0, "the store's own allocations per update")
+}
+
+// tinyPodVersions are two versions of n small pods, as in benchratio's
+// events case.
+func tinyPodVersions(n int) [2][]*v1.Pod {
+	var out [2][]*v1.Pod
+	for v := range out {
+		out[v] = make([]*v1.Pod, n)
+		for i := range out[v] {
+			out[v][i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+				Namespace: "ns-" + strconv.Itoa(i%100), Name: "pod-" + strconv.Itoa(i),
+				ResourceVersion: strconv.Itoa(v + 2), Labels: map[string]string{"app": strconv.Itoa(i % 10)},
+			}}
+		}
+	}
+	return out
+}
+
+// benchStoreEvents is the store's share of benchratio's
+// compact/events case: one update per op, cycling over 50k small pods, so
+// that with the default hot cache every old object is cold.
+func benchStoreEvents(b *testing.B, opts *CompactOptions) {
+	const n = 50000
+	pods := tinyPodVersions(n)
+	s := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, compactStoreOptions(opts)...).(*cache)
+	for _, p := range pods[0] {
+		if err := s.Add(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var changes []notification
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		d := [1]Delta{{Type: Updated, Object: pods[(i/n+1)%2][i%n]}}
+		var err error
+		changes, _, err = s.applyDeltas(d[:], false, changes[:0])
+		if err != nil || len(changes) != 1 {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStoreEventsDefault(b *testing.B) { benchStoreEvents(b, nil) }
+func BenchmarkStoreEventsCompact(b *testing.B) { benchStoreEvents(b, &CompactOptions{}) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
@@ -182,4 +183,132 @@ func mustName(obj any) string {
 		panic(err)
 	}
 	return m.GetName()
+}
+
+// lockCheckForm is a boxForm that records every view made while the
+// store's lock is held, and can run a hook (another write, say) from a
+// view, outside the lock.
+type lockCheckForm struct {
+	*boxForm
+	s           *threadSafeMap
+	underLock   []string
+	onFirstView func(key string)
+}
+
+func (f *lockCheckForm) view(key string, held any) (any, error) {
+	if f.s.mu.TryLock() {
+		f.s.mu.Unlock()
+	} else {
+		f.underLock = append(f.underLock, key)
+	}
+	if hook := f.onFirstView; hook != nil {
+		f.onFirstView = nil
+		hook(key)
+	}
+	return f.boxForm.view(key, held)
+}
+
+func newLockCheckIndexer() (Indexer, *lockCheckForm) {
+	form := &lockCheckForm{boxForm: newBoxForm()}
+	idx := NewIndexer(MetaNamespaceKeyFunc, storeModelIndexers(), withStoredForm(form))
+	form.s = idx.(*cache).storage
+	return idx, form
+}
+
+// A store with a form reads objects back (which may decode) only while
+// its lock is free: no reader or writer ever waits on a decode.
+func TestStoredFormNeverViewedUnderTheLock(t *testing.T) {
+	idx, form := newLockCheckIndexer()
+	pods := make([]any, 0, 80)
+	for i := range 80 {
+		pods = append(pods, newTestPod("ns", fmt.Sprint("p", i), "1", "app", fmt.Sprint(i%3)))
+	}
+	require.NoError(t, idx.Replace(pods[:70], "1"))
+	for _, p := range pods {
+		require.NoError(t, idx.Update(p))
+	}
+	require.NoError(t, idx.Update(newTestPod("ns", "p1", "2", "app", "moved")))
+	require.NoError(t, idx.Delete(pods[2]))
+	require.Nil(t, idx.(TransactionStore).Transaction(
+		Transaction{Type: TransactionTypeUpdate, Object: newTestPod("ns", "p3", "3", "app", "x")},
+		Transaction{Type: TransactionTypeDelete, Object: pods[4]},
+		Transaction{Type: TransactionTypeUpdate, Object: newTestPod("ns", "p3", "4", "app", "y")},
+	))
+	_, _, err := idx.GetByKey("ns/p5")
+	require.NoError(t, err)
+	assert.Len(t, idx.List(), 78)
+	byApp, err := idx.ByIndex("app", "0")
+	require.NoError(t, err)
+	assert.NotEmpty(t, byApp)
+	_, err = idx.Index("app", newTestPod("ns", "q", "1", "app", "1"))
+	require.NoError(t, err)
+	require.NoError(t, idx.AddIndexers(Indexers{"name": func(obj any) ([]string, error) { return []string{mustName(obj)}, nil }}))
+	assert.Empty(t, form.underLock, "keys viewed under the lock")
+	storeModelCheck(t, "after the writes", idx, modelOf(idx))
+}
+
+// modelOf is a storeModel holding what idx holds, to check its indexes
+// against.
+func modelOf(idx Indexer) *storeModel {
+	m := newStoreModel()
+	m.indexers = idx.GetIndexers()
+	for _, obj := range idx.List() {
+		m.put(obj)
+	}
+	m.rv = idx.(*cache).storage.rv
+	return m
+}
+
+// A write whose key changes between the read of its prior (outside the
+// lock) and the write reads the prior again: the indexes follow the key's
+// last object whichever write came first.
+func TestStoredFormWriteRacingAnotherWriteOfItsKey(t *testing.T) {
+	for name, write := range map[string]func(idx Indexer, obj any) error{
+		"Update": func(idx Indexer, obj any) error { return idx.Update(obj) },
+		"Transaction": func(idx Indexer, obj any) error {
+			if txErr := idx.(TransactionStore).Transaction(Transaction{Type: TransactionTypeUpdate, Object: obj}); txErr != nil {
+				return txErr
+			}
+			return nil
+		},
+		"Delete": func(idx Indexer, obj any) error { return idx.Delete(obj) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			idx, form := newLockCheckIndexer()
+			require.NoError(t, idx.Add(newTestPod("ns", "a", "1", "app", "first")))
+			form.onFirstView = func(string) {
+				require.NoError(t, idx.Update(newTestPod("ns", "a", "2", "app", "between")))
+			}
+			require.NoError(t, write(idx, newTestPod("ns", "a", "3", "app", "last")))
+			require.Nil(t, form.onFirstView, "the hook ran")
+			assert.Empty(t, form.underLock)
+			for _, app := range []string{"first", "between"} {
+				keys, err := idx.IndexKeys("app", app)
+				require.NoError(t, err)
+				assert.Empty(t, keys, "no key left under %q", app)
+			}
+			storeModelCheck(t, name, idx, modelOf(idx))
+		})
+	}
+}
+
+// AddIndexers on a store with a form builds the new index outside the lock
+// and builds it again when a write lands meanwhile.
+func TestStoredFormAddIndexersRacingAWrite(t *testing.T) {
+	idx, form := newLockCheckIndexer()
+	require.NoError(t, idx.Add(newTestPod("ns", "a", "1", "app", "first")))
+	require.NoError(t, idx.Add(newTestPod("ns", "b", "1", "app", "first")))
+	form.onFirstView = func(string) {
+		require.NoError(t, idx.Update(newTestPod("ns", "a", "2", "app", "between")))
+	}
+	byApp := func(obj any) ([]string, error) { return []string{obj.(*v1.Pod).Labels["app"]}, nil }
+	require.NoError(t, idx.AddIndexers(Indexers{"app2": byApp}))
+	require.Nil(t, form.onFirstView, "the hook ran")
+	assert.Empty(t, form.underLock)
+	keys, err := idx.IndexKeys("app2", "between")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a"}, keys)
+	keys, err = idx.IndexKeys("app2", "first")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b"}, keys)
 }

@@ -21,9 +21,11 @@ type storedForm interface {
 	// hold is called before the store's lock is taken, on the object
 	// already transformed, with its key; an error refuses that object
 	// only (reported like a failed key: one object never costs another).
+	// The held value must be a pointer, new for every hold: the store
+	// tells held values apart by identity.
 	hold(key string, obj any) (any, error)
-	// view returns the object for a held value. It may be called with or
-	// without the lock; it must not block or take the store's lock.
+	// view returns the object for a held value. The store calls it
+	// without its lock, since it may decode; it must not block.
 	view(key string, held any) (any, error)
 	// drop is called after key is deleted from the map.
 	drop(key string)
@@ -83,6 +85,17 @@ func viewHeld(f storedForm, key string, held any) (any, bool) {
 	return obj, true
 }
 
+// viewUnderLock is how many objects a read may view while holding the
+// lock, limit without a form: with one, a view may decode, and readers
+// then view from a frozen snapshot after releasing the lock, so that no
+// one waits on a decode.
+func (s *threadSafeMap) viewUnderLock(limit int) int {
+	if s.form != nil {
+		return 0
+	}
+	return limit
+}
+
 // dropLocked tells the form that key left the map; a deleting write calls
 // it once done.
 func (s *threadSafeMap) dropLocked(key string) {
@@ -121,19 +134,75 @@ func (s *threadSafeMap) appendObjectsOf(dst []any, items hashmap.Map[any], membe
 	return dst
 }
 
-// prior is what a key held before a write, as the caller's object: known
-// is false when the form could not read it back, and the key is then
-// found in the indexes by a scan.
+// prior is what a key held before a write: held as the map keeps it and
+// obj as the caller's object. known is false when the form could not read
+// it back, and the key is then found in the indexes by a scan.
 type prior struct {
-	obj            any
+	held, obj      any
 	existed, known bool
 }
 
-// priorOf returns the prior of a key whose held value was prev.
-func (s *threadSafeMap) priorOf(key string, prev any, existed bool) prior {
+// heldPrior is the prior of a key whose held value, prev, is the object
+// itself: a store without a form.
+func heldPrior(prev any, existed bool) prior {
+	return prior{held: prev, obj: prev, existed: existed, known: existed}
+}
+
+// A store with a form reads the prior of every key it writes before taking
+// the lock for the write, because reading it back may decode: a decode
+// under the lock would hold up every reader and writer. Once the writer
+// holds the lock it checks that the key still holds what was read, and
+// reads again otherwise (another writer got in between: rare, since an
+// informer's store has one writer).
+
+// readPrior returns what key holds, as the caller's object. Call it
+// without the lock.
+func (s *threadSafeMap) readPrior(key string) prior {
+	s.mu.Lock()
+	held, existed := s.items.Get(key)
+	s.mu.Unlock()
+	return s.viewPrior(key, held, existed)
+}
+
+// viewPrior is the prior of key given what it holds.
+func (s *threadSafeMap) viewPrior(key string, held any, existed bool) prior {
 	if !existed {
 		return prior{}
 	}
-	obj, known := s.view(key, prev)
-	return prior{obj: obj, existed: true, known: known}
+	obj, known := s.view(key, held)
+	return prior{held: held, obj: obj, existed: true, known: known}
+}
+
+// lockForWriteOf takes the write lock for a write of key and returns key's
+// prior, read outside the lock when the store has a form; without one the
+// prior is read from the write itself (putLocked, deleteLocked).
+func (s *threadSafeMap) lockForWriteOf(key string) prior {
+	if s.form == nil {
+		s.lockForWrite()
+		return prior{}
+	}
+	for {
+		old := s.readPrior(key)
+		s.lockForWrite()
+		if s.holdsLocked(key, old) {
+			return old
+		}
+		s.mu.Unlock()
+	}
+}
+
+// holdsLocked reports whether key still holds what old was read from.
+// Held values are compared by identity: a form holds pointers.
+func (s *threadSafeMap) holdsLocked(key string, old prior) bool {
+	held, existed := s.items.Get(key)
+	return existed == old.existed && (!existed || held == old.held)
+}
+
+// priorLocked is the prior of a write that found prev under its key: the
+// object itself without a form, and otherwise old, read before the lock.
+func (s *threadSafeMap) priorLocked(prev any, existed bool, old prior) prior {
+	if s.form == nil {
+		return heldPrior(prev, existed)
+	}
+	return old
 }

@@ -186,7 +186,7 @@ func (s *threadSafeMap) getStored(key string) (stored string, item interface{}, 
 func (s *threadSafeMap) List() []interface{} {
 	s.mu.Lock()
 	items := s.items
-	if s.shareIfLargeLocked(items.Len(), scanUnderLock) {
+	if s.shareIfLargeLocked(items.Len(), s.viewUnderLock(scanUnderLock)) {
 		defer s.mu.Unlock()
 	}
 	return s.appendObjects(make([]interface{}, 0, items.Len()), items)
@@ -212,7 +212,7 @@ func (s *threadSafeMap) membersValues(pick func() (keySet, error)) ([]interface{
 		return nil, err
 	}
 	items := s.items
-	if s.shareIfLargeLocked(members.Len(), copyUnderLock) {
+	if s.shareIfLargeLocked(members.Len(), s.viewUnderLock(copyUnderLock)) {
 		defer s.mu.Unlock()
 	}
 	return s.appendObjectsOf(make([]interface{}, 0, members.Len()), items, members), nil
@@ -252,7 +252,7 @@ func (s *threadSafeMap) union(i int, vals []string) []interface{} {
 		}
 	}
 	items := s.items
-	if s.shareIfLargeLocked(total, copyUnderLock) {
+	if s.shareIfLargeLocked(total, s.viewUnderLock(copyUnderLock)) {
 		defer s.mu.Unlock()
 	}
 	var merged keySet

@@ -23,15 +23,25 @@ type txnFailure struct {
 }
 
 // txnPlan is what a transaction computes before taking the lock: held[i]
-// is write i's object as the map keeps it (held is nil when the store has
-// no form), vals[i*n:(i+1)*n] its values for n index functions; the writes
-// that cannot be applied are listed, in order, in failures, and the index
-// entries left out of applied writes in indexFails.
+// is write i's object as the map keeps it and priors[i] what its key held
+// (both nil when the store has no form), vals[i*n:(i+1)*n] its values for
+// n index functions, and failed lists, in order, the writes that cannot be
+// applied.
 type txnPlan struct {
-	held       []any
-	vals       [][]string
-	failures   []txnFailure
-	indexFails []error
+	held   []any
+	vals   [][]string
+	priors []prior
+	failed []txnFailure
+}
+
+// txnBuffers give a transaction of one write (an informer's usual batch)
+// its plan's slices without allocating. They stay on transaction's stack
+// only while no slice the plan points to leaves the function: what
+// escapes (the failures, the index entries left out) is kept apart.
+type txnBuffers struct {
+	held   [1]any
+	vals   [4][]string
+	priors [1]prior
 }
 
 // transaction applies txns under one lock and returns the writes it
@@ -42,26 +52,32 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 		return nil
 	}
 	var p txnPlan
-	s.holdTxns(&p, txns)
+	var bufs txnBuffers
+	if s.form != nil {
+		p.held = bufOrMake(bufs.held[:], len(txns))
+		p.priors = bufOrMake(bufs.priors[:], len(txns))
+	}
+	failures := s.holdTxns(&p, txns)
+	p.failed = failures
 	set := s.indexers.Load()
-	p.values(set, txns)
-	s.lockForWrite()
+	p.vals = bufOrMake(bufs.vals[:], len(txns)*len(set.fns))
+	indexFails := p.values(set, txns)
+	s.lockForTxn(&p, txns)
 	if cur := s.indexers.Load(); cur != set {
 		set = cur
-		p.values(set, txns)
+		p.vals = bufOrMake(bufs.vals[:], len(txns)*len(set.fns))
+		indexFails = p.values(set, txns)
 	}
 	s.commitLocked(set, txns, &p)
 	s.mu.Unlock()
-	s.reportIndexFailures(p.indexFails)
-	return p.failures
+	s.reportIndexFailures(indexFails)
+	return failures
 }
 
 // holdTxns checks the type of every write and holds the object of every
-// Add and Update.
-func (s *threadSafeMap) holdTxns(p *txnPlan, txns []ThreadSafeStoreTransaction) {
-	if s.form != nil {
-		p.held = make([]any, len(txns))
-	}
+// Add and Update, into p.held when the store has a form. It returns the
+// writes that cannot be applied.
+func (s *threadSafeMap) holdTxns(p *txnPlan, txns []ThreadSafeStoreTransaction) (failures []txnFailure) {
 	for i, t := range txns {
 		switch t.Type {
 		case TransactionTypeAdd, TransactionTypeUpdate:
@@ -73,14 +89,15 @@ func (s *threadSafeMap) holdTxns(p *txnPlan, txns []ThreadSafeStoreTransaction) 
 				// Counted here, reported by whoever receives the
 				// transaction's error.
 				s.objectErrors.Inc()
-				p.failures = append(p.failures, txnFailure{i, err})
+				failures = append(failures, txnFailure{i, err})
 			}
 			p.held[i] = held
 		case TransactionTypeDelete:
 		default:
-			p.failures = append(p.failures, txnFailure{i, fmt.Errorf("unknown transaction type %q", t.Type)})
+			failures = append(failures, txnFailure{i, fmt.Errorf("unknown transaction type %q", t.Type)})
 		}
 	}
+	return failures
 }
 
 // commitLocked applies every write of txns but the failed ones.
@@ -88,7 +105,7 @@ func (s *threadSafeMap) commitLocked(set *indexerSet, txns []ThreadSafeStoreTran
 	var rv storeRV
 	var deleted []string
 	n := len(set.fns)
-	failed := p.failures
+	failed := p.failed
 	for i, t := range txns {
 		if len(failed) > 0 && failed[0].pos == i {
 			failed = failed[1:]
@@ -96,13 +113,13 @@ func (s *threadSafeMap) commitLocked(set *indexerSet, txns []ThreadSafeStoreTran
 		}
 		switch {
 		case t.Type == TransactionTypeDelete:
-			if s.deleteLocked(set, t.Key) && s.form != nil {
+			if s.deleteLocked(set, t.Key, p.priorLocked(s, txns, i)) && s.form != nil {
 				deleted = append(deleted, t.Key)
 			}
 		case p.held == nil:
-			s.putLocked(set, t.Key, t.Object, t.Object, p.vals[i*n:(i+1)*n])
+			s.putLocked(set, t.Key, t.Object, t.Object, p.vals[i*n:(i+1)*n], prior{})
 		default:
-			s.putLocked(set, t.Key, p.held[i], t.Object, p.vals[i*n:(i+1)*n])
+			s.putLocked(set, t.Key, p.held[i], t.Object, p.vals[i*n:(i+1)*n], p.priorLocked(s, txns, i))
 		}
 		rv = rvOf(t.Object)
 	}
@@ -120,12 +137,12 @@ func (s *threadSafeMap) dropDeletedLocked(deleted []string) {
 	}
 }
 
-// values computes the index values of every Add and Update not failed, in
-// one allocation for the batch.
-func (p *txnPlan) values(set *indexerSet, txns []ThreadSafeStoreTransaction) {
+// values computes, into p.vals (one slice for the batch), the index
+// values of every Add and Update not failed, and returns the index entries
+// left out.
+func (p *txnPlan) values(set *indexerSet, txns []ThreadSafeStoreTransaction) (indexFails []error) {
 	n := len(set.fns)
-	p.vals, p.indexFails = make([][]string, len(txns)*n), nil
-	failed := p.failures
+	failed := p.failed
 	for i, t := range txns {
 		if len(failed) > 0 && failed[0].pos == i {
 			failed = failed[1:]
@@ -133,7 +150,81 @@ func (p *txnPlan) values(set *indexerSet, txns []ThreadSafeStoreTransaction) {
 		}
 		if t.Type == TransactionTypeAdd || t.Type == TransactionTypeUpdate {
 			_, fails := set.values(p.vals[i*n:i*n:(i+1)*n], t.Key, t.Object)
-			p.indexFails = append(p.indexFails, fails...)
+			indexFails = append(indexFails, fails...)
 		}
 	}
+	return indexFails
+}
+
+// bufOrMake returns buf's first n elements, zeroed, if it has n, and a new
+// slice otherwise.
+func bufOrMake[T any](buf []T, n int) []T {
+	if n > len(buf) {
+		return make([]T, n)
+	}
+	clear(buf[:n])
+	return buf[:n]
+}
+
+// lockForTxn takes the write lock for txns; with a form, once every key
+// still holds the prior read before the lock (see lockForWriteOf).
+func (s *threadSafeMap) lockForTxn(p *txnPlan, txns []ThreadSafeStoreTransaction) {
+	if s.form == nil {
+		s.lockForWrite()
+		return
+	}
+	for {
+		s.readTxnPriors(p, txns)
+		s.lockForWrite()
+		if p.priorsHoldLocked(s, txns) {
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// readTxnPriors reads the prior of every write's key: what the map holds
+// under one lock, viewed after releasing it.
+func (s *threadSafeMap) readTxnPriors(p *txnPlan, txns []ThreadSafeStoreTransaction) {
+	s.mu.Lock()
+	for i, t := range txns {
+		p.priors[i].held, p.priors[i].existed = s.items.Get(t.Key)
+	}
+	s.mu.Unlock()
+	for i, t := range txns {
+		p.priors[i] = s.viewPrior(t.Key, p.priors[i].held, p.priors[i].existed)
+	}
+}
+
+func (p *txnPlan) priorsHoldLocked(s *threadSafeMap, txns []ThreadSafeStoreTransaction) bool {
+	for i, t := range txns {
+		if !s.holdsLocked(t.Key, p.priors[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// priorLocked is the prior of write i, about to be applied: the one read
+// before the lock, unless an earlier write of the transaction changed the
+// key; then the key holds that write's held value, or nothing.
+func (p *txnPlan) priorLocked(s *threadSafeMap, txns []ThreadSafeStoreTransaction, i int) prior {
+	if p.priors == nil {
+		return prior{}
+	}
+	if s.holdsLocked(txns[i].Key, p.priors[i]) {
+		return p.priors[i]
+	}
+	cur, existed := s.items.Get(txns[i].Key)
+	if !existed {
+		return prior{}
+	}
+	for j := i - 1; j >= 0; j-- {
+		if p.held[j] == cur {
+			return prior{held: cur, obj: txns[j].Object, existed: true, known: true}
+		}
+	}
+	// Not reached: under the lock only this transaction changes keys.
+	// Unknown, the key is found in the indexes by a scan.
+	return prior{held: cur, existed: true}
 }

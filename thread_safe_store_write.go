@@ -42,12 +42,12 @@ func (s *threadSafeMap) put(key string, obj interface{}) error {
 	set := s.indexers.Load()
 	vals, fails := set.values(buf[:0], key, obj)
 	rv := rvOf(obj)
-	s.lockForWrite()
+	old := s.lockForWriteOf(key)
 	if cur := s.indexers.Load(); cur != set {
 		set = cur
 		vals, fails = set.values(buf[:0], key, obj)
 	}
-	s.putLocked(set, key, held, obj, vals)
+	s.putLocked(set, key, held, obj, vals, old)
 	s.recordRVLocked(rv)
 	s.mu.Unlock()
 	s.reportIndexFailures(fails)
@@ -68,10 +68,11 @@ func (s *threadSafeMap) reportIndexFailures(fails []error) {
 }
 
 // putLocked makes held, the form of obj, key's item and moves key in the
-// indexes to vals, obj's values.
-func (s *threadSafeMap) putLocked(set *indexerSet, key string, held, obj interface{}, vals [][]string) {
+// indexes to vals, obj's values. old is key's prior when the store has a
+// form (see lockForWriteOf).
+func (s *threadSafeMap) putLocked(set *indexerSet, key string, held, obj interface{}, vals [][]string, old prior) {
 	prev, existed := s.items.Set(s.epoch, key, held)
-	old := s.priorOf(key, prev, existed)
+	old = s.priorLocked(prev, existed, old)
 	for i := range s.indexes {
 		s.reindexLocked(set, i, key, old, obj, vals[i])
 	}
@@ -175,22 +176,23 @@ func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
 	if obj != nil {
 		rv = rvOf(obj)
 	}
-	s.lockForWrite()
+	old := s.lockForWriteOf(key)
 	defer s.mu.Unlock()
-	if s.deleteLocked(s.indexers.Load(), key) {
+	if s.deleteLocked(s.indexers.Load(), key, old) {
 		s.dropLocked(key)
 	}
 	s.recordRVLocked(rv)
 }
 
-// deleteLocked removes key and reports whether it was there. The caller
-// tells the form once its write is done (see dropLocked).
-func (s *threadSafeMap) deleteLocked(set *indexerSet, key string) bool {
+// deleteLocked removes key and reports whether it was there; old is as
+// for putLocked. The caller tells the form once its write is done (see
+// dropLocked).
+func (s *threadSafeMap) deleteLocked(set *indexerSet, key string, old prior) bool {
 	prev, ok := s.items.Delete(s.epoch, key)
 	if !ok {
 		return false
 	}
-	old := s.priorOf(key, prev, true)
+	old = s.priorLocked(prev, true, old)
 	for i := range s.indexes {
 		s.reindexLocked(set, i, key, old, nil, nil)
 	}
@@ -262,18 +264,43 @@ func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
 	if len(newIndexers) == 0 {
 		return nil
 	}
+	for {
+		if done, err := s.tryAddIndexers(newIndexers); done {
+			return err
+		}
+	}
+}
+
+// tryAddIndexers is one attempt of AddIndexers; it is not done when a
+// write landed while the new indexes were built outside the lock.
+func (s *threadSafeMap) tryAddIndexers(newIndexers Indexers) (done bool, err error) {
 	s.lockForWrite()
 	defer s.mu.Unlock()
 	cur := s.indexers.Load()
 	if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
-		return fmt.Errorf("indexer conflict: %v", common)
+		return true, fmt.Errorf("indexer conflict: %v", common)
 	}
-	next := cur.with(newIndexers)
-	added, err := newIndexBuilder(next, len(cur.fns), s.items.Len(), false, s.form).buildFrom(s.items, s.epoch, listOrder{})
-	if err != nil {
-		return err
+	next, items := cur.with(newIndexers), s.items
+	added, err := s.buildIndexesLocked(next, len(cur.fns), items)
+	if s.items != items || s.indexers.Load() != cur {
+		return false, nil
 	}
-	s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
-	s.indexers.Store(next)
-	return nil
+	if err == nil {
+		s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
+		s.indexers.Store(next)
+	}
+	return true, err
+}
+
+// buildIndexesLocked builds set's indexes from position from on over
+// items. With a form it releases the lock meanwhile, items frozen, since
+// reading them back may decode; it holds the lock again when it returns.
+func (s *threadSafeMap) buildIndexesLocked(set *indexerSet, from int, items hashmap.Map[any]) ([]valueIndex, error) {
+	e := s.epoch
+	if s.form != nil {
+		s.frozen = true
+		s.mu.Unlock()
+		defer s.lockForWrite()
+	}
+	return newIndexBuilder(set, from, items.Len(), false, s.form).buildFrom(items, e, listOrder{})
 }

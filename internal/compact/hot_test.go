@@ -173,3 +173,29 @@ func TestHotCacheOfferNeverDisplaces(t *testing.T) {
 	h.Offer("other", old, "read")
 	requireHit(t, h, "other", old, "read")
 }
+
+// Once full, the cache allocates nothing to put, offer, get or evict.
+func TestHotCacheSteadyStateAllocatesNothing(t *testing.T) {
+	for _, capacity := range []int{8, shardedFrom} {
+		h := NewHotCache[any](capacity)
+		keys := make([]string, 4*capacity)
+		data := make([][]byte, len(keys))
+		for i := range keys {
+			keys[i], data[i] = fmt.Sprint("ns/pod-", i), []byte{byte(i), 1}
+		}
+		value := any(&modelEntry{})
+		i := 0
+		step := func() {
+			k := i % len(keys)
+			if _, ok := h.Get(keys[k], data[k]); !ok {
+				h.Offer(keys[k], data[k], value)
+			}
+			h.Put(keys[k], data[k], value)
+			i++
+		}
+		for range 2 * len(keys) {
+			step()
+		}
+		assert.Zero(t, testing.AllocsPerRun(len(keys), step), "capacity %d", capacity)
+	}
+}
