@@ -1,0 +1,149 @@
+package hashmap
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// slot holds one entry. The value comes first: a zero-size value (a set's
+// struct{}) placed last would make the compiler pad every slot by a word.
+type slot[V any] struct {
+	val V
+	key string
+}
+
+// A table's meta byte per slot is 0 for an empty slot and otherwise the
+// entry's distance from its home slot plus one, saturating at sat: a
+// saturated entry's distance is at least sat-1 and is recomputed from its
+// key's hash when needed, which only long runs of colliding hashes reach.
+const sat = 255
+
+// metaOf is the meta byte of an entry at distance d from home.
+func metaOf(d int) uint8 { return uint8(min(d+1, sat)) }
+
+// table is one open-addressing table with Robin Hood linear probing: along
+// a probe run, entries are ordered by their distance from their home slot
+// (never rising by more than one from slot to slot), so a lookup stops as
+// soon as it meets an entry closer to home than it would be, and compares
+// only the keys at its own distance, the ones sharing its home slot. No
+// hash is stored: meta keeps the distances, and growing or splitting
+// hashes the keys again. All keys of a table share the top depth bits of
+// their hashes; the home slot scales the bits below them to the table's
+// size, which need not be a power of two, so that tables can be sized to
+// the load they are meant for.
+type table[V any] struct {
+	epoch Epoch
+	depth uint8
+	used  int
+	meta  []uint8
+	slots []slot[V]
+}
+
+func newTable[V any](e Epoch, depth uint8, n int) *table[V] {
+	return &table[V]{epoch: e, depth: depth, meta: make([]uint8, n), slots: make([]slot[V], n)}
+}
+
+// home is the slot where a key hashing to h belongs.
+func (t *table[V]) home(h uint64) int {
+	hi, _ := bits.Mul64(h<<t.depth, uint64(len(t.slots)))
+	return int(hi)
+}
+
+func (t *table[V]) next(i int) int {
+	if i++; i == len(t.slots) {
+		return 0
+	}
+	return i
+}
+
+// distAt is the distance of the entry in slot i, whose meta byte is m.
+func (t *table[V]) distAt(i int, m uint8) int {
+	if m < sat {
+		return int(m) - 1
+	}
+	d := i - t.home(hashOf(t.slots[i].key))
+	if d < 0 {
+		d += len(t.slots)
+	}
+	return d
+}
+
+// find returns the index of key's slot, or -1.
+func (t *table[V]) find(h uint64, key string) int {
+	i := t.home(h)
+	for d := 0; ; d++ {
+		m := t.meta[i]
+		if m == 0 {
+			return -1
+		}
+		// A saturated entry is farther from home than any d below sat-1.
+		if m < sat || d >= sat-1 {
+			switch sd := t.distAt(i, m); {
+			case sd < d:
+				return -1
+			case sd == d && t.slots[i].key == key:
+				return i
+			}
+		}
+		i = t.next(i)
+	}
+}
+
+// insert stores an entry for a key the table does not hold, whose hash is
+// h, in a table that is not full, and returns its slot. Entries closer to
+// home than the newcomer would be move one step down the run to make way.
+func (t *table[V]) insert(h uint64, in slot[V]) int {
+	i, d := t.home(h), 0
+	for ; t.meta[i] != 0; i, d = t.next(i), d+1 {
+		if m := t.meta[i]; (m < sat || d >= sat-1) && t.distAt(i, m) < d {
+			break
+		}
+	}
+	end := i
+	for t.meta[end] != 0 {
+		end = t.next(end)
+	}
+	if end >= i {
+		copy(t.slots[i+1:end+1], t.slots[i:end])
+		copy(t.meta[i+1:end+1], t.meta[i:end])
+	} else {
+		copy(t.slots[1:end+1], t.slots[:end])
+		copy(t.meta[1:end+1], t.meta[:end])
+		n := len(t.slots)
+		t.slots[0], t.meta[0] = t.slots[n-1], t.meta[n-1]
+		copy(t.slots[i+1:], t.slots[i:n-1])
+		copy(t.meta[i+1:], t.meta[i:n-1])
+	}
+	for j := t.next(i); j != t.next(end); j = t.next(j) {
+		t.meta[j] = metaOf(int(t.meta[j]))
+	}
+	t.slots[i], t.meta[i] = in, metaOf(d)
+	t.used++
+	return i
+}
+
+// removeAt empties slot i and moves the rest of its probe run one step
+// back, up to an empty slot or an entry already at home.
+func (t *table[V]) removeAt(i int) {
+	hole := i
+	for next := t.next(hole); t.meta[next] > 1; next = t.next(next) {
+		m := t.meta[next]
+		t.slots[hole] = t.slots[next]
+		t.meta[hole] = m - 1
+		if m == sat {
+			t.meta[hole] = metaOf(t.distAt(hole, sat))
+		}
+		hole = next
+	}
+	t.slots[hole], t.meta[hole] = slot[V]{}, 0
+	t.used--
+}
+
+func (t *table[V]) clone(e Epoch) *table[V] {
+	return &table[V]{epoch: e, depth: t.depth, used: t.used, meta: slices.Clone(t.meta), slots: slices.Clone(t.slots)}
+}
+
+// walkStart is an empty slot, where a walk of the table in the order of
+// its entries' home slots starts and ends. Rehashing in that order appends
+// each entry to the end of its run in the new table.
+func (t *table[V]) walkStart() int { return slices.Index(t.meta, 0) }
