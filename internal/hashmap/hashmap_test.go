@@ -263,7 +263,7 @@ func checkInvariants[V any](t testing.TB, m Map[V]) {
 
 // checkTable verifies one table's slots against the keys' hashes, which it
 // does not store: empty slots are zero, each entry's meta byte is its
-// distance from home (saturated past sat-1), distances never rise by more
+// hash's tag and its distance from home (saturated past sat-1), distances never rise by more
 // than one from slot to slot, every key is found where it is, and inTable
 // accepts every hash. It returns the number of entries.
 func checkTable[V any](t testing.TB, tb *table[V], inTable func(uint64) bool) int {
@@ -289,8 +289,8 @@ func checkTable[V any](t testing.TB, tb *table[V], inTable func(uint64) bool) in
 			t.Fatalf("hash %x of %q in the wrong table", h, s.key)
 		}
 		dist := (k - tb.home(h) + len(tb.slots)) % len(tb.slots)
-		if m != metaOf(dist) {
-			t.Fatalf("slot %d: meta %d for distance %d", k, m, dist)
+		if m != metaOf(tagOf(h), dist) {
+			t.Fatalf("slot %d: meta %#x for distance %d and hash %#x", k, m, dist, h)
 		}
 		if prev >= 0 && dist > prev+1 {
 			t.Fatalf("slot %d is %d from home after a slot %d from home", k, dist, prev)

@@ -12,14 +12,34 @@ type slot[V any] struct {
 	key string
 }
 
-// A table's meta byte per slot is 0 for an empty slot and otherwise the
-// entry's distance from its home slot plus one, saturating at sat: a
-// saturated entry's distance is at least sat-1 and is recomputed from its
-// key's hash when needed, which only long runs of colliding hashes reach.
-const sat = 255
+// A table keeps a meta byte per slot: 0 for an empty slot; otherwise, in
+// its low bits, the entry's distance from its home slot plus one,
+// saturating at sat, and in its high bits a tag of three hash bits that
+// spares most comparisons with keys sharing the home slot (and the cache
+// miss of reading them). A saturated entry's distance is at least sat-1
+// and is recomputed from its key's hash when needed, which only long runs
+// of colliding hashes reach.
+const (
+	distBits = 5
+	distMask = 1<<distBits - 1
+	sat      = distMask
+)
 
-// metaOf is the meta byte of an entry at distance d from home.
-func metaOf(d int) uint8 { return uint8(min(d+1, sat)) }
+// metaOf is the meta byte of an entry with tag bits tag at distance d from
+// home.
+func metaOf(tag uint8, d int) uint8 { return tag | uint8(min(d+1, sat)) }
+
+// tagOf is the tag bits of a key hashing to h. They are low bits, which
+// neither the directory nor the home slot draws on.
+func tagOf(h uint64) uint8 { return uint8(h) &^ distMask }
+
+// farther is meta byte m for an entry one step farther from home.
+func farther(m uint8) uint8 {
+	if m&distMask == sat {
+		return m
+	}
+	return m + 1
+}
 
 // table is one open-addressing table with Robin Hood linear probing: along
 // a probe run, entries are ordered by their distance from their home slot
@@ -56,10 +76,11 @@ func (t *table[V]) next(i int) int {
 	return i
 }
 
-// distAt is the distance of the entry in slot i, whose meta byte is m.
-func (t *table[V]) distAt(i int, m uint8) int {
-	if m < sat {
-		return int(m) - 1
+// distAt is the distance of the entry in slot i, whose meta byte's
+// distance bits are df.
+func (t *table[V]) distAt(i int, df uint8) int {
+	if df < sat {
+		return int(df) - 1
 	}
 	d := i - t.home(hashOf(t.slots[i].key))
 	if d < 0 {
@@ -70,18 +91,19 @@ func (t *table[V]) distAt(i int, m uint8) int {
 
 // find returns the index of key's slot, or -1.
 func (t *table[V]) find(h uint64, key string) int {
-	i := t.home(h)
+	i, tag := t.home(h), tagOf(h)
 	for d := 0; ; d++ {
 		m := t.meta[i]
-		if m == 0 {
+		df := m & distMask
+		if df == 0 {
 			return -1
 		}
 		// A saturated entry is farther from home than any d below sat-1.
-		if m < sat || d >= sat-1 {
-			switch sd := t.distAt(i, m); {
+		if df < sat || d >= sat-1 {
+			switch sd := t.distAt(i, df); {
 			case sd < d:
 				return -1
-			case sd == d && t.slots[i].key == key:
+			case sd == d && m&^distMask == tag && t.slots[i].key == key:
 				return i
 			}
 		}
@@ -95,7 +117,7 @@ func (t *table[V]) find(h uint64, key string) int {
 func (t *table[V]) insert(h uint64, in slot[V]) int {
 	i, d := t.home(h), 0
 	for ; t.meta[i] != 0; i, d = t.next(i), d+1 {
-		if m := t.meta[i]; (m < sat || d >= sat-1) && t.distAt(i, m) < d {
+		if df := t.meta[i] & distMask; (df < sat || d >= sat-1) && t.distAt(i, df) < d {
 			break
 		}
 	}
@@ -115,9 +137,9 @@ func (t *table[V]) insert(h uint64, in slot[V]) int {
 		copy(t.meta[i+1:], t.meta[i:n-1])
 	}
 	for j := t.next(i); j != t.next(end); j = t.next(j) {
-		t.meta[j] = metaOf(int(t.meta[j]))
+		t.meta[j] = farther(t.meta[j])
 	}
-	t.slots[i], t.meta[i] = in, metaOf(d)
+	t.slots[i], t.meta[i] = in, metaOf(tagOf(h), d)
 	t.used++
 	return i
 }
@@ -126,12 +148,12 @@ func (t *table[V]) insert(h uint64, in slot[V]) int {
 // back, up to an empty slot or an entry already at home.
 func (t *table[V]) removeAt(i int) {
 	hole := i
-	for next := t.next(hole); t.meta[next] > 1; next = t.next(next) {
+	for next := t.next(hole); t.meta[next]&distMask > 1; next = t.next(next) {
 		m := t.meta[next]
 		t.slots[hole] = t.slots[next]
 		t.meta[hole] = m - 1
-		if m == sat {
-			t.meta[hole] = metaOf(t.distAt(hole, sat))
+		if m&distMask == sat {
+			t.meta[hole] = metaOf(m&^distMask, t.distAt(hole, sat))
 		}
 		hole = next
 	}
