@@ -62,10 +62,6 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	d := m.ownedDir(e)
 	t := d.tables[i]
 	size := roomy(t.used + 1)
-	if len(t.slots) < maxSlots/2 {
-		// Small tables double, so that small maps are rebuilt rarely.
-		size = max(size, 2*len(t.slots))
-	}
 	if size <= maxSlots || t.depth == maxDepth {
 		d.setSpan(i, t.rehashed(e, size))
 		return
