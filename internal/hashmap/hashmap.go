@@ -150,15 +150,17 @@ func (m *Map[V]) Ref(e Epoch, key string) (ref *V, added bool) {
 	for {
 		ti := m.dir.index(h)
 		t := m.dir.tables[ti]
-		if i := t.find(h, key); i >= 0 {
+		i, d, found := t.probe(h, key, true)
+		if found {
 			return &m.owned(e, ti).slots[i].val, false
 		}
 		if full(t.used, len(t.slots)) {
 			m.makeRoom(e, ti)
 			continue
 		}
+		// A copy of t has the same layout: i and d hold in it.
 		t = m.owned(e, ti)
-		i := t.insert(h, slot[V]{key: key})
+		i = t.insertAt(i, d, tagOf(h), slot[V]{key: key})
 		m.size++
 		return &t.slots[i].val, true
 	}

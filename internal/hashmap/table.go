@@ -91,36 +91,47 @@ func (t *table[V]) distAt(i int, df uint8) int {
 
 // find returns the index of key's slot, or -1.
 func (t *table[V]) find(h uint64, key string) int {
+	if i, _, found := t.probe(h, key, true); found {
+		return i
+	}
+	return -1
+}
+
+// probe walks the probe run of a key hashing to h. It returns the key's
+// slot if it finds it (only when compare is set), or else the slot where
+// the key belongs and its distance from home there: the first slot that
+// is empty or holds an entry closer to its home.
+func (t *table[V]) probe(h uint64, key string, compare bool) (i, d int, found bool) {
 	i, tag := t.home(h), tagOf(h)
-	for d := 0; ; d++ {
+	for ; ; i, d = t.next(i), d+1 {
 		m := t.meta[i]
 		df := m & distMask
 		if df == 0 {
-			return -1
+			return i, d, false
 		}
 		// A saturated entry is farther from home than any d below sat-1.
 		if df < sat || d >= sat-1 {
 			switch sd := t.distAt(i, df); {
 			case sd < d:
-				return -1
-			case sd == d && m&^distMask == tag && t.slots[i].key == key:
-				return i
+				return i, d, false
+			case compare && sd == d && m&^distMask == tag && t.slots[i].key == key:
+				return i, d, true
 			}
 		}
-		i = t.next(i)
 	}
 }
 
 // insert stores an entry for a key the table does not hold, whose hash is
-// h, in a table that is not full, and returns its slot. Entries closer to
-// home than the newcomer would be move one step down the run to make way.
+// h, in a table that is not full, and returns its slot.
 func (t *table[V]) insert(h uint64, in slot[V]) int {
-	i, d := t.home(h), 0
-	for ; t.meta[i] != 0; i, d = t.next(i), d+1 {
-		if df := t.meta[i] & distMask; (df < sat || d >= sat-1) && t.distAt(i, df) < d {
-			break
-		}
-	}
+	i, d, _ := t.probe(h, "", false)
+	return t.insertAt(i, d, tagOf(h), in)
+}
+
+// insertAt stores an entry with tag bits tag in slot i, at distance d from
+// its home, as probe found them. Entries closer to home than the newcomer
+// would be move one step down the run to make way.
+func (t *table[V]) insertAt(i, d int, tag uint8, in slot[V]) int {
 	end := i
 	for t.meta[end] != 0 {
 		end = t.next(end)
@@ -139,7 +150,7 @@ func (t *table[V]) insert(h uint64, in slot[V]) int {
 	for j := t.next(i); j != t.next(end); j = t.next(j) {
 		t.meta[j] = farther(t.meta[j])
 	}
-	t.slots[i], t.meta[i] = in, metaOf(tagOf(h), d)
+	t.slots[i], t.meta[i] = in, metaOf(tag, d)
 	t.used++
 	return i
 }
