@@ -77,11 +77,16 @@ func (t *table[V]) next(i int) int {
 }
 
 // distAt is the distance of the entry in slot i, whose meta byte's
-// distance bits are df.
+// distance bits are df. The common case stays small enough to inline.
 func (t *table[V]) distAt(i int, df uint8) int {
 	if df < sat {
 		return int(df) - 1
 	}
+	return t.satDist(i)
+}
+
+// satDist is the distance of the saturated entry in slot i, from its hash.
+func (t *table[V]) satDist(i int) int {
 	d := i - t.home(hashOf(t.slots[i].key))
 	if d < 0 {
 		d += len(t.slots)
