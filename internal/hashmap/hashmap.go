@@ -5,7 +5,8 @@
 // The layout is extendible hashing: a directory indexed by the top bits of
 // a key's 64-bit hash points to small open-addressing tables (Robin Hood
 // linear probing; a slot holds the key and the value, and a byte beside it
-// the entry's distance from its home slot), so a lookup is a directory
+// the entry's distance from its home slot and three bits of its hash; no
+// slot keeps the hash itself), so a lookup is a directory
 // read, a table read and usually one key comparison, like a Go map's. Each
 // table covers a power-of-two share of the hash space; a full table grows,
 // or once it is as large as a table gets splits in two by the next hash
