@@ -246,25 +246,10 @@ func checkInvariants[V any](t testing.TB, m Map[V]) {
 		if i+n < len(d.tables) && d.tables[i+n] == tb {
 			t.Fatalf("table at %d runs past its span", i)
 		}
-		if len(tb.slots)&(len(tb.slots)-1) != 0 || 8*tb.used > 7*len(tb.slots) {
-			t.Fatalf("table of %d slots holds %d", len(tb.slots), tb.used)
+		if len(tb.slots) < minSlots || len(tb.meta) != len(tb.slots) || 8*tb.used > 7*len(tb.slots) {
+			t.Fatalf("table of %d slots (%d meta bytes) holds %d", len(tb.slots), len(tb.meta), tb.used)
 		}
-		used := 0
-		for k, s := range tb.slots {
-			if s.hash == 0 {
-				continue
-			}
-			used++
-			if d.index(s.hash)&^(n-1) != lo {
-				t.Fatalf("hash %x in the table at %d", s.hash, lo)
-			}
-			if k > 0 && tb.slots[k-1].hash != 0 && tb.dist(s.hash, uint64(k)) > tb.dist(tb.slots[k-1].hash, uint64(k-1))+1 {
-				t.Fatalf("slot %d is %d from home after a slot %d from home", k, tb.dist(s.hash, uint64(k)), tb.dist(tb.slots[k-1].hash, uint64(k-1)))
-			}
-			if got := tb.find(s.hash, s.key); got != k {
-				t.Fatalf("key %q at slot %d is found at %d", s.key, k, got)
-			}
-		}
+		used := checkTable(t, tb, func(h uint64) bool { return d.index(h)&^(n-1) == lo })
 		if used != tb.used {
 			t.Fatalf("table counts %d, holds %d", tb.used, used)
 		}
@@ -274,6 +259,48 @@ func checkInvariants[V any](t testing.TB, m Map[V]) {
 	if count != m.size {
 		t.Fatalf("counted %d entries, Len %d", count, m.size)
 	}
+}
+
+// checkTable verifies one table's slots against the keys' hashes, which it
+// does not store: empty slots are zero, each entry's meta byte is its
+// hash's tag and its distance from home (saturated past sat-1), distances never rise by more
+// than one from slot to slot, every key is found where it is, and inTable
+// accepts every hash. It returns the number of entries.
+func checkTable[V any](t testing.TB, tb *table[V], inTable func(uint64) bool) int {
+	t.Helper()
+	used := 0
+	// The run that wraps around ends in the last slot.
+	prev := -1
+	if last := len(tb.slots) - 1; tb.meta[last] != 0 {
+		prev = (last - tb.home(hashOf(tb.slots[last].key)) + len(tb.slots)) % len(tb.slots)
+	}
+	for k := range tb.slots {
+		s, m := tb.slots[k], tb.meta[k]
+		if m == 0 {
+			if s.key != "" {
+				t.Fatalf("empty slot %d holds key %q", k, s.key)
+			}
+			prev = -1
+			continue
+		}
+		used++
+		h := hashOf(s.key)
+		if !inTable(h) {
+			t.Fatalf("hash %x of %q in the wrong table", h, s.key)
+		}
+		dist := (k - tb.home(h) + len(tb.slots)) % len(tb.slots)
+		if m != metaOf(tagOf(h), dist) {
+			t.Fatalf("slot %d: meta %#x for distance %d and hash %#x", k, m, dist, h)
+		}
+		if prev >= 0 && dist > prev+1 {
+			t.Fatalf("slot %d is %d from home after a slot %d from home", k, dist, prev)
+		}
+		prev = dist
+		if got := tb.find(h, s.key); got != k {
+			t.Fatalf("key %q at slot %d is found at %d", s.key, k, got)
+		}
+	}
+	return used
 }
 
 // largeWorkload returns the key space and the writes per round of
