@@ -307,7 +307,8 @@ func wireCopy(t *testing.T, pod *v1.Pod) runtime.Object {
 // An informer's update of an object whose old version is cold (not in the
 // hot cache) costs, beyond encoding the new object and decoding the old
 // one, one allocation: what the map holds. Measured apart from the codec,
-// whose own figures may change.
+// whose own figures may change. The write's buffers come from a pool, which
+// the race detector sometimes empties.
 func TestCompactUpdateAllocations(t *testing.T) {
 	const n = 64
 	versions := tinyPodVersions(n)
@@ -333,7 +334,7 @@ func TestCompactUpdateAllocations(t *testing.T) {
 	encode := testing.AllocsPerRun(100, func() { _, _ = codec.Encode(versions[0][0]) })
 	decode := testing.AllocsPerRun(100, func() { _, _ = codec.Decode(data) })
 	t.Logf("allocations per update %.1f: encode %.1f, decode %.1f, the store's own %.1f", perUpdate, encode, decode, perUpdate-encode-decode)
-	assert.LessOrEqual(t, perUpdate-encode-decode, 1.0, "the store's own allocations per update")
+	assert.LessOrEqual(t, perUpdate-encode-decode, 1.0+poolSlack, "the store's own allocations per update")
 }
 
 // tinyPodVersions are two versions of n small pods, as in benchratio's
