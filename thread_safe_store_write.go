@@ -71,48 +71,49 @@ func (s *threadSafeMap) reportIndexFailures(fails []error) {
 // indexes to vals, obj's values. old is key's prior when the store has a
 // form (see lockForWriteOf).
 func (s *threadSafeMap) putLocked(set *indexerSet, key string, held, obj interface{}, vals [][]string, old prior) {
-	prev, existed := s.items.Set(s.epoch, key, held)
+	h := hashmap.Hash(key)
+	prev, existed := s.items.SetHashed(s.epoch, h, key, held)
 	old = s.priorLocked(prev, existed, old)
 	for i := range s.indexes {
-		s.reindexLocked(set, i, key, old, obj, vals[i])
+		s.reindexLocked(set, i, key, h, old, obj, vals[i])
 	}
 }
 
-// reindexLocked moves key within index i from the values of old (if it
-// existed) to vals. Should the index function now fail on the stored
+// reindexLocked moves key, whose hash is h, within index i from the values
+// of old (if it existed) to vals. Should the index function now fail on the stored
 // object, or the form fail to read it back, the key is found by a scan
 // instead, so a write never fails half-way.
-func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, old prior, obj interface{}, vals []string) {
+func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, h uint64, old prior, obj interface{}, vals []string) {
 	idx := &s.indexes[i]
 	if old.existed && !old.known {
-		s.removeEverywhereLocked(idx, key)
+		s.removeEverywhereLocked(idx, key, h)
 		old = prior{}
 	}
 	if set.byNamespace[i] {
-		s.reindexNamespaceLocked(idx, key, old, obj)
+		s.reindexNamespaceLocked(idx, key, h, old, obj)
 		return
 	}
 	if old.existed && old.obj != nil {
 		oldVals, err := set.fns[i](old.obj)
 		switch {
 		case err != nil:
-			s.removeEverywhereLocked(idx, key)
+			s.removeEverywhereLocked(idx, key, h)
 		case slices.Equal(oldVals, vals):
 			return
 		default:
 			for _, v := range oldVals {
-				s.removeFromValueLocked(idx, v, key)
+				s.removeFromValueLocked(idx, v, key, h)
 			}
 		}
 	}
 	for _, v := range vals {
-		s.addToValueLocked(idx, v, key)
+		s.addToValueLocked(idx, v, key, h)
 	}
 }
 
 // reindexNamespaceLocked is reindexLocked for MetaNamespaceIndexFunc. An
 // obj that is nil or has no namespace is in no namespace.
-func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, old prior, obj interface{}) {
+func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, h uint64, old prior, obj interface{}) {
 	var ns string
 	indexed := false
 	if obj != nil {
@@ -124,43 +125,43 @@ func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, old 
 		oldMeta, err := accessor(old.obj)
 		switch {
 		case err != nil:
-			s.removeEverywhereLocked(idx, key)
+			s.removeEverywhereLocked(idx, key, h)
 		case indexed && ns == oldMeta.GetNamespace():
 			return
 		default:
-			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key)
+			s.removeFromValueLocked(idx, oldMeta.GetNamespace(), key, h)
 		}
 	}
 	if indexed {
-		s.addToValueLocked(idx, ns, key)
+		s.addToValueLocked(idx, ns, key, h)
 	}
 }
 
-func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string) {
+func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string, h uint64) {
 	members, _ := idx.Ref(s.epoch, value)
-	members.Set(s.epoch, key, struct{}{})
+	members.SetHashed(s.epoch, h, key, struct{}{})
 }
 
-func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string) {
+func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string, h uint64) {
 	members := idx.Existing(s.epoch, value)
 	if members == nil {
 		return
 	}
-	if _, ok := members.Delete(s.epoch, key); ok && members.Len() == 0 {
+	if _, ok := members.DeleteHashed(s.epoch, h, key); ok && members.Len() == 0 {
 		idx.Delete(s.epoch, value)
 	}
 }
 
-func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string) {
+func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string, h uint64) {
 	var holding []string
 	idx.Range(func(value string, members keySet) bool {
-		if _, ok := members.Get(key); ok {
+		if _, ok := members.GetHashed(h, key); ok {
 			holding = append(holding, value)
 		}
 		return true
 	})
 	for _, v := range holding {
-		s.removeFromValueLocked(idx, v, key)
+		s.removeFromValueLocked(idx, v, key, h)
 	}
 }
 
@@ -188,13 +189,14 @@ func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
 // for putLocked. The caller tells the form once its write is done (see
 // dropLocked).
 func (s *threadSafeMap) deleteLocked(set *indexerSet, key string, old prior) bool {
-	prev, ok := s.items.Delete(s.epoch, key)
+	h := hashmap.Hash(key)
+	prev, ok := s.items.DeleteHashed(s.epoch, h, key)
 	if !ok {
 		return false
 	}
 	old = s.priorLocked(prev, true, old)
 	for i := range s.indexes {
-		s.reindexLocked(set, i, key, old, nil, nil)
+		s.reindexLocked(set, i, key, h, old, nil, nil)
 	}
 	return true
 }

@@ -46,6 +46,10 @@ var seed = maphash.MakeSeed()
 // be forced.
 var testHash func(string) uint64
 
+// Hash is key's hash, for the Hashed methods: a caller writing one key to
+// several maps hashes it once.
+func Hash(key string) uint64 { return hashOf(key) }
+
 // hashOf is a key's hash.
 func hashOf(key string) uint64 {
 	if testHash != nil {
@@ -111,6 +115,15 @@ func (m Map[V]) GetKey(key string) (stored string, val V, ok bool) {
 	return "", val, false
 }
 
+// GetHashed is Get for a key whose Hash is h.
+func (m Map[V]) GetHashed(h uint64, key string) (V, bool) {
+	if m.dir == nil {
+		var zero V
+		return zero, false
+	}
+	return m.getHashed(h, key)
+}
+
 func (m Map[V]) getHashed(h uint64, key string) (V, bool) {
 	if s := m.slotOf(h, key); s != nil {
 		return s.val, true
@@ -131,7 +144,12 @@ func (m Map[V]) slotOf(h uint64, key string) *slot[V] {
 // Set stores val under key, changing parts owned by e in place and copying
 // the others. It returns the value it replaced, if any.
 func (m *Map[V]) Set(e Epoch, key string, val V) (old V, replaced bool) {
-	ref, added := m.Ref(e, key)
+	return m.SetHashed(e, hashOf(key), key, val)
+}
+
+// SetHashed is Set for a key whose Hash is h.
+func (m *Map[V]) SetHashed(e Epoch, h uint64, key string, val V) (old V, replaced bool) {
+	ref, added := m.RefHashed(e, h, key)
 	if !added {
 		old = *ref
 	}
@@ -144,7 +162,11 @@ func (m *Map[V]) Set(e Epoch, key string, val V) (old V, replaced bool) {
 // on the way are made e's as by Set. The pointer is valid until the next
 // write to m.
 func (m *Map[V]) Ref(e Epoch, key string) (ref *V, added bool) {
-	h := hashOf(key)
+	return m.RefHashed(e, hashOf(key), key)
+}
+
+// RefHashed is Ref for a key whose Hash is h.
+func (m *Map[V]) RefHashed(e Epoch, h uint64, key string) (ref *V, added bool) {
 	if m.dir == nil {
 		m.dir = &directory[V]{epoch: e, tables: []*table[V]{newTable[V](e, 0, minSlots)}}
 	}
@@ -185,11 +207,15 @@ func (m *Map[V]) Existing(e Epoch, key string) *V {
 // Delete removes key, changing parts owned by e in place and copying the
 // others. It returns the removed value.
 func (m *Map[V]) Delete(e Epoch, key string) (V, bool) {
+	return m.DeleteHashed(e, hashOf(key), key)
+}
+
+// DeleteHashed is Delete for a key whose Hash is h.
+func (m *Map[V]) DeleteHashed(e Epoch, h uint64, key string) (V, bool) {
 	var zero V
 	if m.dir == nil {
 		return zero, false
 	}
-	h := hashOf(key)
 	ti := m.dir.index(h)
 	i := m.dir.tables[ti].find(h, key)
 	if i < 0 {

@@ -496,3 +496,35 @@ func TestDirectoryDepthIsBounded(t *testing.T) {
 	checkInvariants(t, m)
 	checkSame(t, m, want)
 }
+
+// The Hashed methods, given Hash(key), act as their plain counterparts,
+// including under a forced-collision hash.
+func TestHashedMethods(t *testing.T) {
+	withHash(t, weakHash)
+	e := NewEpoch()
+	var m Map[int]
+	want := map[string]int{}
+	for i := range 2000 {
+		k := strconv.Itoa(i % 700)
+		h := Hash(k)
+		switch i % 3 {
+		case 0, 1:
+			old, replaced := m.SetHashed(e, h, k, i)
+			if w, ok := want[k]; replaced != ok || old != w {
+				t.Fatalf("SetHashed(%q) = %d, %v; want %d, %v", k, old, replaced, w, ok)
+			}
+			want[k] = i
+		default:
+			old, ok := m.DeleteHashed(e, h, k)
+			if w, had := want[k]; ok != had || old != w {
+				t.Fatalf("DeleteHashed(%q) = %d, %v; want %d, %v", k, old, ok, w, had)
+			}
+			delete(want, k)
+		}
+		w, had := want[k]
+		if got, ok := m.GetHashed(h, k); ok != had || got != w {
+			t.Fatalf("GetHashed(%q) = %d, %v; want %d, %v", k, got, ok, w, had)
+		}
+	}
+	checkSame(t, m, want)
+}
