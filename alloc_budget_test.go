@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/deque"
 )
 
@@ -153,4 +154,46 @@ func TestAllocBudgetLateHandlerSync(t *testing.T) {
 	}
 	stop()
 	goleak.VerifyNone(t)
+}
+
+// TestAllocBudgetCompactHotUpdate: an informer's update of a compact object
+// whose old version is in the hot cache decodes nothing and allocates only
+// the new encoding and what the map holds: the hot cache's Get and Put
+// allocate nothing (`make bench`: compact/events-4-handlers-hot-churn, 2
+// allocs per event).
+func TestAllocBudgetCompactHotUpdate(t *testing.T) {
+	const n = 64
+	perUpdate, encode := compactUpdateAllocs(t, n, 4*n)
+	t.Logf("allocations per update %.1f: encode %.1f, the store's own %.1f", perUpdate, encode, perUpdate-encode)
+	assert.LessOrEqual(t, perUpdate-encode, 1.0+poolSlack, "the store's own allocations per update, no decode")
+}
+
+// compactUpdateAllocs returns the allocations of an informer's update in a
+// compact store with a hot cache of hot objects, cycling over two versions
+// of n small pods, and those of encoding one of them.
+func compactUpdateAllocs(t *testing.T, n, hot int) (perUpdate, encode float64) {
+	versions := tinyPodVersions(n)
+	c := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, CompactOptions{HotObjects: hot}).(*cache)
+	for _, p := range versions[0] {
+		require.NoError(t, c.Add(p))
+	}
+	var changes []notification
+	i, applied := 0, 0
+	update := func() {
+		d := [1]Delta{{Type: Updated, Object: versions[(i/n+1)%2][i%n]}}
+		var err error
+		if changes, _, err = c.applyDeltas(d[:], false, changes[:0]); err == nil && len(changes) == 1 {
+			applied++
+		}
+		i++
+	}
+	for range 2 * n {
+		update()
+	}
+	perUpdate = testing.AllocsPerRun(4*n, update)
+	require.Equal(t, i, applied, "every update applied, with one change")
+	codec, err := compact.NewCodec(versions[0][0], compact.Options{})
+	require.NoError(t, err)
+	encode = testing.AllocsPerRun(100, func() { _, _ = codec.Encode(versions[0][0]) })
+	return perUpdate, encode
 }

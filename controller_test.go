@@ -317,7 +317,7 @@ func TestG1_GatesReadAtRunForSharedInformersAtConstructionForNewInformer(t *test
 func TestBatchBuffersComeBackZeroed(t *testing.T) {
 	b := getWriteBuffers(3)
 	pod := newTestPod("ns", "a", "1")
-	b.add(0, "ns/a", writeOf(Delta{Type: Added, Object: pod}, nil, false, false))
+	b.add(0, "ns/a", heldPrior(pod, true), writeOf(Delta{Type: Updated, Object: pod}, pod, true, false))
 	b.release()
 	c := getChangeBuffer()
 	c.changes = append(c.changes, notification{kind: addNotification, newObj: pod})
@@ -331,6 +331,9 @@ func TestBatchBuffersComeBackZeroed(t *testing.T) {
 		}
 		for _, n := range b.notes[:cap(b.notes)] {
 			assert.Zero(t, n, "no change pinned")
+		}
+		for _, p := range b.priors[:cap(b.priors)] {
+			assert.Zero(t, p, "no prior pinned")
 		}
 		b.release()
 		c = getChangeBuffer()

@@ -92,39 +92,38 @@ func (c *cache) keyOf(obj interface{}) (string, error) {
 	return key, nil
 }
 
-// lookup returns obj's key and the object stored under it. With a
+// lookup returns obj's key and what is stored under it, read as a write's
+// prior, so that the write need not read it again. With a
 // namespace-and-name key function the key is first assembled on the stack:
 // when obj is already stored (an update, the common case) the stored key
 // string is returned and no key is allocated.
-func (c *cache) lookup(obj interface{}) (key string, old interface{}, exists bool, err error) {
+func (c *cache) lookup(obj interface{}) (key string, old prior, err error) {
 	if c.metaKeys {
 		if m, err := accessor(obj); err == nil {
-			key, old, exists = c.lookupMeta(m.GetNamespace(), m.GetName())
-			return key, old, exists, nil
+			key, old = c.lookupMeta(m.GetNamespace(), m.GetName())
+			return key, old, nil
 		}
 	}
 	if key, err = c.keyOf(obj); err != nil {
-		return "", nil, false, err
+		return "", prior{}, err
 	}
-	old, exists = c.storage.Get(key)
-	return key, old, exists, nil
+	return key, c.storage.readPrior(key), nil
 }
 
 // lookupMeta is lookup for the key namespace/name.
-func (c *cache) lookupMeta(ns, name string) (string, interface{}, bool) {
+func (c *cache) lookupMeta(ns, name string) (string, prior) {
 	p := keyParts{namespace: ns, name: name}
 	var buf [joinBufSize]byte
 	if joined, ok := p.joinInto(&buf); ok {
 		// joined aliases buf only for the lookup; the map compares it and
 		// keeps nothing, and what is returned is the map's own key.
-		if key, old, ok := c.storage.getStored(joined); ok {
-			return key, old, true
+		if key, old := c.storage.readStoredPrior(joined); old.existed {
+			return key, old
 		}
-		return p.key(), nil, false
+		return p.key(), prior{}
 	}
 	key := p.key()
-	old, exists := c.storage.Get(key)
-	return key, old, exists
+	return key, c.storage.readPrior(key)
 }
 
 // transform applies the store's transformer, if any.
@@ -298,16 +297,16 @@ func (c *cache) Transaction(txns ...Transaction) *TransactionError {
 		keyed = append(keyed, ThreadSafeStoreTransaction{Transaction: t, Key: key})
 		origin = append(origin, i)
 	}
-	return c.commitKeyed(keyed, origin, failed, len(txns))
+	return c.commitKeyed(keyed, nil, origin, failed, len(txns))
 }
 
 // commitKeyed applies keyed writes under one lock and reports the outcome
 // of all total writes: origin maps each keyed write to its position among
 // them (nil: positions are the same) and failed holds those refused before.
 // applyWrites calls it directly, having computed every key once for its
-// own lookups.
-func (c *cache) commitKeyed(keyed []ThreadSafeStoreTransaction, origin []int, failed map[int]error, total int) *TransactionError {
-	for _, f := range c.storage.transaction(keyed) {
+// own lookups, and passes what they read as priors (see transaction).
+func (c *cache) commitKeyed(keyed []ThreadSafeStoreTransaction, priors []prior, origin []int, failed map[int]error, total int) *TransactionError {
+	for _, f := range c.storage.transaction(keyed, priors) {
 		pos := f.pos
 		if origin != nil {
 			pos = origin[pos]

@@ -138,14 +138,16 @@ func (c *cache) replacedObject(r replacement, key string) (interface{}, bool) {
 
 // applyWrites writes deltas, all writes, in one transaction and appends a
 // change for each that succeeded. Whether a write is an add or an update
-// is read, with its key, before the transaction: a batch holds each key
-// once, and only the informer writes to its store.
+// is read, with its key, before the transaction, and the transaction takes
+// what was read as its prior instead of reading it again (with compact
+// storage, a hot-cache lookup or a decode): a batch holds each key once,
+// and only the informer writes to its store.
 func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []notification) ([]notification, *TransactionError) {
 	b := getWriteBuffers(len(deltas))
 	defer b.release()
 	var failed map[int]error
 	for i, d := range deltas {
-		key, old, exists, err := c.lookup(d.Object)
+		key, old, err := c.lookup(d.Object)
 		if err != nil {
 			if failed == nil {
 				failed = map[int]error{}
@@ -153,13 +155,13 @@ func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []noti
 			failed[i] = err
 			continue
 		}
-		b.add(i, key, writeOf(d, old, exists, isInInitialList))
+		b.add(i, key, old, writeOf(d, old.obj, old.known, isInInitialList))
 	}
 	origin := b.origin
 	if failed == nil {
 		origin = nil
 	}
-	txErr := c.commitKeyed(b.txns, origin, failed, len(deltas))
+	txErr := c.commitKeyed(b.txns, b.priors, origin, failed, len(deltas))
 	if txErr == nil {
 		return append(changes, b.notes...), nil
 	}
@@ -188,7 +190,8 @@ func writeOf(d Delta, old interface{}, exists, isInInitialList bool) write {
 // them past the batch: the store copies each write, the caller each change.
 type writeBuffers struct {
 	txns   []ThreadSafeStoreTransaction
-	origin []int // the delta each txn came from
+	priors []prior // what each txn's key held when its delta was looked up
+	origin []int   // the delta each txn came from
 	notes  []notification
 }
 
@@ -199,14 +202,16 @@ func getWriteBuffers(n int) *writeBuffers {
 	b := writeBufferPool.Get().(*writeBuffers)
 	if cap(b.txns) < n {
 		b.txns = make([]ThreadSafeStoreTransaction, 0, n)
+		b.priors = make([]prior, 0, n)
 		b.origin = make([]int, 0, n)
 		b.notes = make([]notification, 0, n)
 	}
 	return b
 }
 
-func (b *writeBuffers) add(delta int, key string, w write) {
+func (b *writeBuffers) add(delta int, key string, old prior, w write) {
 	b.txns = append(b.txns, ThreadSafeStoreTransaction{Transaction: w.txn, Key: key})
+	b.priors = append(b.priors, old)
 	b.origin = append(b.origin, delta)
 	b.notes = append(b.notes, w.note)
 }
@@ -230,7 +235,8 @@ func (b *writeBuffers) appendSucceeded(changes []notification, succeeded []int) 
 // them.
 func (b *writeBuffers) release() {
 	clear(b.txns[:cap(b.txns)])
+	clear(b.priors[:cap(b.priors)])
 	clear(b.notes[:cap(b.notes)])
-	b.txns, b.origin, b.notes = b.txns[:0], b.origin[:0], b.notes[:0]
+	b.txns, b.priors, b.origin, b.notes = b.txns[:0], b.priors[:0], b.origin[:0], b.notes[:0]
 	writeBufferPool.Put(b)
 }

@@ -260,8 +260,9 @@ func modelOf(idx Indexer) *storeModel {
 }
 
 // A write whose key changes between the read of its prior (outside the
-// lock) and the write reads the prior again: the indexes follow the key's
-// last object whichever write came first.
+// lock) and the write reads the prior again, also when the prior was read
+// by the informer's lookup: the indexes follow the key's last object
+// whichever write came first.
 func TestStoredFormWriteRacingAnotherWriteOfItsKey(t *testing.T) {
 	for name, write := range map[string]func(idx Indexer, obj any) error{
 		"Update": func(idx Indexer, obj any) error { return idx.Update(obj) },
@@ -272,6 +273,11 @@ func TestStoredFormWriteRacingAnotherWriteOfItsKey(t *testing.T) {
 			return nil
 		},
 		"Delete": func(idx Indexer, obj any) error { return idx.Delete(obj) },
+		// An informer's write, whose prior comes from its lookup.
+		"applyDeltas": func(idx Indexer, obj any) error {
+			_, _, err := idx.(*cache).applyDeltas([]Delta{{Type: Updated, Object: obj}}, false, nil)
+			return err
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			idx, form := newLockCheckIndexer()

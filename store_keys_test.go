@@ -196,7 +196,8 @@ func TestStoreLookupAgreesWithKeyFuncAndReusesStoredKeys(t *testing.T) {
 			require.NoError(t, c.Add(newTestPod("ns", long, "0")))
 			for _, obj := range objs {
 				want, wantErr := c.keyOf(obj)
-				key, old, exists, err := c.lookup(obj)
+				key, prior, err := c.lookup(obj)
+				old, exists := prior.obj, prior.known
 				if wantErr != nil {
 					assert.Equal(t, wantErr, err)
 					continue
@@ -217,7 +218,7 @@ func TestStoreLookupAgreesWithKeyFuncAndReusesStoredKeys(t *testing.T) {
 	require.NoError(t, c.Add(newTestPod("ns", "a", "0")))
 	update := newTestPod("ns", "a", "1")
 	storedKey := c.ListKeys()[0]
-	key, _, _, _ := c.lookup(update)
+	key, _, _ := c.lookup(update)
 	assert.Equal(t, unsafe.StringData(storedKey), unsafe.StringData(key), "the stored key is reused")
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _, _ = c.lookup(update) }), "an update builds no key")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = c.lookup(update) }), "an update builds no key")
 }

@@ -170,16 +170,13 @@ func (s *threadSafeMap) Get(key string) (item interface{}, exists bool) {
 	return s.view(key, held)
 }
 
-// getStored is Get that also returns the key as the map stores it.
-func (s *threadSafeMap) getStored(key string) (stored string, item interface{}, exists bool) {
+// readStoredPrior is readPrior that also returns the key as the map
+// stores it.
+func (s *threadSafeMap) readStoredPrior(key string) (stored string, old prior) {
 	s.mu.Lock()
 	stored, held, exists := s.items.GetKey(key)
 	s.mu.Unlock()
-	if !exists {
-		return "", nil, false
-	}
-	item, exists = s.view(stored, held)
-	return stored, item, exists
+	return stored, s.viewPrior(stored, held, exists)
 }
 
 // List returns every stored object, from one consistent state.

@@ -11,7 +11,7 @@ import (
 // fails on a written object leaves it out of that index only (client-go
 // panics); a write of unknown type is skipped and logged.
 func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
-	for _, f := range s.transaction(txns) {
+	for _, f := range s.transaction(txns, nil) {
 		utilruntime.HandleErrorWithContext(context.TODO(), f.err, "Transaction write skipped", "key", txns[f.pos].Key)
 	}
 }
@@ -46,8 +46,11 @@ type txnBuffers struct {
 
 // transaction applies txns under one lock and returns the writes it
 // skipped. The store's resource version becomes that of the last applied
-// write's object, if it has one.
-func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFailure {
+// write's object, if it has one. read, when not nil, is what each write's
+// key held when the caller looked it up (readPrior): with a form, the
+// transaction takes it as the prior instead of reading it again, once it
+// has checked under the lock that the key still holds it.
+func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction, read []prior) []txnFailure {
 	if len(txns) == 0 {
 		return nil
 	}
@@ -56,13 +59,14 @@ func (s *threadSafeMap) transaction(txns []ThreadSafeStoreTransaction) []txnFail
 	if s.form != nil {
 		p.held = bufOrMake(bufs.held[:], len(txns))
 		p.priors = bufOrMake(bufs.priors[:], len(txns))
+		copy(p.priors, read)
 	}
 	failures := s.holdTxns(&p, txns)
 	p.failed = failures
 	set := s.indexers.Load()
 	p.vals = bufOrMake(bufs.vals[:], len(txns)*len(set.fns))
 	indexFails := p.values(set, txns)
-	s.lockForTxn(&p, txns)
+	s.lockForTxn(&p, txns, read != nil)
 	if cur := s.indexers.Load(); cur != set {
 		set = cur
 		p.vals = bufOrMake(bufs.vals[:], len(txns)*len(set.fns))
@@ -167,14 +171,18 @@ func bufOrMake[T any](buf []T, n int) []T {
 }
 
 // lockForTxn takes the write lock for txns; with a form, once every key
-// still holds the prior read before the lock (see lockForWriteOf).
-func (s *threadSafeMap) lockForTxn(p *txnPlan, txns []ThreadSafeStoreTransaction) {
+// still holds the prior read before the lock (see lockForWriteOf). With
+// read, p.priors holds priors the caller read: they are checked first and
+// read again only if a key has changed since.
+func (s *threadSafeMap) lockForTxn(p *txnPlan, txns []ThreadSafeStoreTransaction, read bool) {
 	if s.form == nil {
 		s.lockForWrite()
 		return
 	}
-	for {
-		s.readTxnPriors(p, txns)
+	for ; ; read = false {
+		if !read {
+			s.readTxnPriors(p, txns)
+		}
 		s.lockForWrite()
 		if p.priorsHoldLocked(s, txns) {
 			return

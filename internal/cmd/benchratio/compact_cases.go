@@ -14,6 +14,7 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 
 	oi "github.com/openinformer/cache"
+	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/fixtures"
 )
 
@@ -21,8 +22,8 @@ import (
 // realistic pods (internal/fixtures, ~23 KB each decoded): the "ours" column
 // is compact storage, the "client-go" column client-go's Indexer read the
 // way controller-runtime reads it (ByIndex or GetByKey, then a DeepCopy of
-// each object), except for the events case, whose reference is our default
-// informer. Cold reads use a compact store without a hot cache, so every
+// each object), except for the events cases, whose reference is our
+// default informer. Cold reads use a compact store without a hot cache, so every
 // read decodes; hot reads use the default hot cache, already warm, plus
 // the DeepCopy controller-runtime makes.
 
@@ -80,7 +81,64 @@ func init() {
 		benchCase{Name: "compact/events-4-handlers-vs-our-default",
 			Ours:   func(b *testing.B) { benchInformerEvents(b, compactInformer) },
 			Theirs: func(b *testing.B) { benchInformerEvents(b, oursInformer) }},
+		benchCase{Name: "compact/events-4-handlers-hot-churn-vs-our-default",
+			Ours:   func(b *testing.B) { benchInformerEventsOver(b, compactInformer, hotChurnKeys) },
+			Theirs: func(b *testing.B) { benchInformerEventsOver(b, oursInformer, hotChurnKeys) }},
+		benchCase{Name: "compact/events-floor-encode+decode-vs-our-default-event",
+			Ours:   func(b *testing.B) { benchEventFloor(b, benchEventPods, true) },
+			Theirs: func(b *testing.B) { benchInformerEvents(b, oursInformer) }},
+		benchCase{Name: "compact/events-floor-encode-vs-our-default-hot-churn-event",
+			Ours:   func(b *testing.B) { benchEventFloor(b, hotChurnKeys, false) },
+			Theirs: func(b *testing.B) { benchInformerEventsOver(b, oursInformer, hotChurnKeys) }},
 	)
+}
+
+// hotChurnKeys is how many pods the hot-churn events case updates, over
+// and over, as status churn does: half of the 1000 objects the hot cache
+// keeps by default, so that every update finds its old object there
+// instead of decoding it.
+const hotChurnKeys = 500
+
+// benchEventFloor is the work compact storage cannot skip for an update:
+// one op encodes the new version of a pod and, with decode, decodes the old
+// version's encoding, as an update whose old object is cold must (every
+// update of the events case); without, the old object comes from the hot
+// cache (the hot-churn case). It cycles over the first keys pods with the
+// same versions as the events cases, with the codec compact storage uses.
+// Its ns/op and cpu-µs/event set beside our default's whole cost per event
+// bound the matching events case's ratio: default / (default + floor).
+func benchEventFloor(b *testing.B, keys int, decode bool) {
+	pods := benchPods()
+	codec, err := compact.NewCodec(&v1.Pod{}, compact.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var encoded [2][]compact.Encoding
+	for v := range encoded {
+		encoded[v] = make([]compact.Encoding, keys)
+		for i, p := range pods[v][:keys] {
+			if encoded[v][i], err = codec.Encode(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPUPerOp(b)
+	for i := range b.N {
+		v := (i/keys + 1) % 2
+		if _, err := codec.Encode(pods[v][i%keys]); err != nil {
+			b.Fatal(err)
+		}
+		if !decode {
+			continue
+		}
+		if _, err := codec.Decode(encoded[1-v][i%keys]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu("cpu-µs/event")
 }
 
 // compactInformer is our informer with compact storage and the default hot

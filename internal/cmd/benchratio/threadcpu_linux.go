@@ -36,3 +36,13 @@ func threadUsage() (sys time.Duration, faults int64, ok bool) {
 	}
 	return time.Duration(u.Stime.Nano()), u.Minflt + u.Majflt, true
 }
+
+// processCPU returns the CPU time, user and system, that all the threads of
+// the process have used, and false where it cannot be read.
+func processCPU() (time.Duration, bool) {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0, false
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano()), true
+}

@@ -10,3 +10,6 @@ func threadCPU() (time.Duration, bool) { return 0, false }
 
 // threadUsage reports nothing outside Linux.
 func threadUsage() (sys time.Duration, faults int64, ok bool) { return 0, 0, false }
+
+// processCPU reports nothing outside Linux.
+func processCPU() (time.Duration, bool) { return 0, false }
