@@ -1,6 +1,12 @@
 package compact
 
-import "slices"
+import (
+	"encoding/binary"
+	"reflect"
+	"slices"
+	"sync"
+	"unsafe"
+)
 
 // sizeClasses are the sizes the Go allocator hands out for allocations of
 // up to maxSmallSize bytes (internal/runtime/gc's table): a request takes
@@ -17,13 +23,17 @@ const (
 	// whole pages.
 	maxSmallSize = 32768
 	pageSize     = 8192
-	// minSplitSaving is the least heap a split into two pieces must save:
-	// below it, the second allocation and the join on decode are not worth
-	// their cost.
-	minSplitSaving = 64
+	// maxInlineBits is the largest object with pointers whose pointer
+	// bitmap the runtime keeps beside its span; a larger one carries a
+	// word-sized header in its allocation.
+	maxInlineBits = 512
+	// minPieceSaving is the least heap another piece must save: below it,
+	// the allocation and the join on decode are not worth their cost.
+	minPieceSaving = 8
 )
 
-// allocSize is the heap an allocation of n bytes occupies.
+// allocSize is the heap an allocation of n bytes without pointers
+// occupies.
 func allocSize(n int) int {
 	switch {
 	case n == 0:
@@ -35,29 +45,111 @@ func allocSize(n int) int {
 	return int(sizeClasses[i])
 }
 
-// splitAt returns the length of the first of two pieces that n bytes are
-// best stored in, or n when one piece is best. The first piece is a size
-// class (or whole pages) filled exactly; of those, the one whose remainder
-// wastes least is chosen, the larger on a tie. Only first pieces of at
-// least half of n are tried: the remainder is then small, and so is the
-// gap to its class.
-func splitAt(n int) int {
-	best, cost := n, allocSize(n)-minSplitSaving
-	if n > maxSmallSize {
-		if head := n &^ (pageSize - 1); head+allocSize(n-head) <= cost {
-			return head
+// lastSize is the heap a last piece of n bytes, pointers ahead, occupies,
+// and the size of the object that fills it.
+func lastSize(n int) (alloc, object int) {
+	if n <= maxInlineBits {
+		alloc = allocSize(n)
+		return alloc, alloc
+	}
+	alloc = allocSize(n + wordBytes)
+	return alloc, alloc - wordBytes
+}
+
+// pieceCode names a head piece's length, a size class or whole pages, in
+// a byte or two.
+func pieceCode(n int) uint64 {
+	if n <= maxSmallSize {
+		i, _ := slices.BinarySearch(sizeClasses[:], uint16(n))
+		return uint64(i)
+	}
+	return uint64(len(sizeClasses) + n/pageSize)
+}
+
+// pieceLen is the length pieceCode named.
+func pieceLen(code uint64) int {
+	if code < uint64(len(sizeClasses)) {
+		return int(sizeClasses[code])
+	}
+	return int(code-uint64(len(sizeClasses))) * pageSize
+}
+
+// layoutPlan is how a body is split: its head pieces' lengths.
+type layoutPlan struct {
+	heads   int
+	headLen [maxHeads]int
+}
+
+// planCost is the heap of the pieces of a body of n bytes behind a prefix
+// of prefix bytes, split as p says.
+func planCost(n, prefix int, p layoutPlan) int {
+	if p.heads == 0 {
+		return allocSize(prefix + n)
+	}
+	cost, last := 0, p.heads*wordBytes+prefix+n
+	for _, h := range p.headLen[:p.heads] {
+		cost += h
+		last += binaryLen(pieceCode(h)) - h
+	}
+	alloc, _ := lastSize(last)
+	return cost + alloc
+}
+
+func binaryLen(v uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], v)
+}
+
+// plan splits a body of n bytes behind a prefix of prefix bytes (without
+// the heads' codes) into the pieces that occupy the least heap: one, or
+// head pieces filling a size class (or whole pages) exactly and a last
+// piece with the rest. A first head is tried at each class from half of n
+// up (whole pages past maxSmallSize), so that the last piece stays small,
+// and a second at the largest class below the rest. Each head must save
+// minPieceSaving.
+func plan(n, prefix int) layoutPlan {
+	var best layoutPlan
+	score := planCost(n, prefix, best)
+	consider := func(p layoutPlan) {
+		if s := planCost(n, prefix, p) + p.heads*minPieceSaving; s < score {
+			best, score = p, s
 		}
-		return n
+	}
+	withFirst := func(h1 int) {
+		consider(layoutPlan{heads: 1, headLen: [maxHeads]int{h1}})
+		if i, _ := slices.BinarySearch(sizeClasses[:], uint16(n-h1)); i > 0 {
+			consider(layoutPlan{heads: 2, headLen: [maxHeads]int{h1, int(sizeClasses[i-1])}})
+		}
+	}
+	if n > maxSmallSize {
+		withFirst(n &^ (pageSize - 1))
+		return best
 	}
 	from, _ := slices.BinarySearch(sizeClasses[:], uint16(n/2))
 	for _, class := range sizeClasses[from:] {
-		head := int(class)
-		if head >= n {
+		if int(class) >= n {
 			break
 		}
-		if c := head + allocSize(n-head); c <= cost {
-			best, cost = head, c
-		}
+		withFirst(int(class))
 	}
 	return best
+}
+
+// lastTypes holds the Go type of each last piece made, by head count and
+// object size: the runtime then knows which words are pointers.
+var lastTypes sync.Map
+
+// newLast allocates a last piece of n bytes of which the first heads words
+// are pointers, filling its allocation, and returns it.
+func newLast(heads, n int) unsafe.Pointer {
+	_, size := lastSize(n)
+	key := [2]int{heads, size}
+	t, ok := lastTypes.Load(key)
+	if !ok {
+		t, _ = lastTypes.LoadOrStore(key, reflect.StructOf([]reflect.StructField{
+			{Name: "Heads", Type: reflect.ArrayOf(heads, reflect.TypeFor[*byte]())},
+			{Name: "Bytes", Type: reflect.ArrayOf(size-heads*wordBytes, reflect.TypeFor[byte]())},
+		}))
+	}
+	return reflect.New(t.(reflect.Type)).UnsafePointer()
 }
