@@ -18,7 +18,7 @@ import (
 // class exactly and a last piece that points to them. The pointer is to the
 // last piece's prefix, which says how the rest is laid out:
 //
-//	uvarint(length<<5 | flags<<2 | heads)  the body's length, its header flags, the head count
+//	uvarint(last<<5 | flags<<2 | heads)    the body bytes in this piece, the header flags, the head count
 //	uvarint(tag)                           if flagTagged: the codec's tag
 //	uvarint(code) per head                 each head's size class (pieceCode)
 //	the body's bytes after the heads'
@@ -73,7 +73,7 @@ func (l *layout) lastLen() int {
 
 // appendPrefix appends l's prefix to dst.
 func (l *layout) appendPrefix(dst []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(l.length)<<(flagBits+headBits)|uint64(l.flags)<<headBits|uint64(l.heads))
+	dst = binary.AppendUvarint(dst, uint64(l.lastLen())<<(flagBits+headBits)|uint64(l.flags)<<headBits|uint64(l.heads))
 	if l.flags&flagTagged != 0 {
 		dst = binary.AppendUvarint(dst, uint64(l.tag))
 	}
@@ -95,6 +95,7 @@ func (e Encoding) layout() layout {
 	}
 	for i := range l.heads {
 		l.headLen[i] = pieceLen(e.uvarint(&l.prefix))
+		l.length += l.headLen[i]
 	}
 	return l
 }
@@ -173,13 +174,14 @@ func allocEncoding(flags byte, tag uint32, n int) (Encoding, pieces, error) {
 	if n > math.MaxUint32 {
 		return Encoding{}, pieces{}, ErrTooLarge
 	}
+	tagLen := 0
 	if tag != 0 {
 		flags |= flagTagged
+		tagLen = uvarintLen(uint64(tag))
 	}
-	l := layout{length: n, flags: flags, tag: tag}
+	pl := plan(n, tagLen)
+	l := layout{length: n, flags: flags, tag: tag, heads: pl.heads, headLen: pl.headLen}
 	var meta [(2 + maxHeads) * binary.MaxVarintLen64]byte
-	pl := plan(n, len(l.appendPrefix(meta[:0])))
-	l.heads, l.headLen = pl.heads, pl.headLen
 	prefix := l.appendPrefix(meta[:0])
 	l.prefix = len(prefix)
 	var out pieces

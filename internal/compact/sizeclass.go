@@ -80,38 +80,42 @@ type layoutPlan struct {
 	headLen [maxHeads]int
 }
 
-// planCost is the heap of the pieces of a body of n bytes behind a prefix
-// of prefix bytes, split as p says.
-func planCost(n, prefix int, p layoutPlan) int {
-	if p.heads == 0 {
-		return allocSize(prefix + n)
-	}
-	cost, last := 0, p.heads*wordBytes+prefix+n
+// planCost is the heap of the pieces of a body of n bytes split as p says,
+// its prefix holding tagLen bytes of tag.
+func planCost(n, tagLen int, p layoutPlan) int {
+	heads, rest := 0, n
+	prefix := tagLen
 	for _, h := range p.headLen[:p.heads] {
-		cost += h
-		last += binaryLen(pieceCode(h)) - h
+		heads += h
+		rest -= h
+		prefix += uvarintLen(pieceCode(h))
 	}
-	alloc, _ := lastSize(last)
-	return cost + alloc
+	prefix += uvarintLen(uint64(rest)<<(flagBits+headBits) | 1<<(flagBits+headBits) - 1)
+	if p.heads == 0 {
+		return allocSize(prefix + rest)
+	}
+	alloc, _ := lastSize(p.heads*wordBytes + prefix + rest)
+	return heads + alloc
 }
 
-func binaryLen(v uint64) int {
+// uvarintLen is the length of v as a uvarint.
+func uvarintLen(v uint64) int {
 	var b [binary.MaxVarintLen64]byte
 	return binary.PutUvarint(b[:], v)
 }
 
-// plan splits a body of n bytes behind a prefix of prefix bytes (without
-// the heads' codes) into the pieces that occupy the least heap: one, or
+// plan splits a body of n bytes, whose prefix holds tagLen bytes of tag,
+// into the pieces that occupy the least heap: one, or
 // head pieces filling a size class (or whole pages) exactly and a last
 // piece with the rest. A first head is tried at each class from half of n
 // up (whole pages past maxSmallSize), so that the last piece stays small,
 // and a second at the largest class below the rest. Each head must save
 // minPieceSaving.
-func plan(n, prefix int) layoutPlan {
+func plan(n, tagLen int) layoutPlan {
 	var best layoutPlan
-	score := planCost(n, prefix, best)
+	score := planCost(n, tagLen, best)
 	consider := func(p layoutPlan) {
-		if s := planCost(n, prefix, p) + p.heads*minPieceSaving; s < score {
+		if s := planCost(n, tagLen, p) + p.heads*minPieceSaving; s < score {
 			best, score = p, s
 		}
 	}
