@@ -120,9 +120,14 @@ func (e Encoding) head(l *layout, i int) *byte {
 	return *(**byte)(unsafe.Add(unsafe.Pointer(e.p), -wordBytes*(l.heads-i)))
 }
 
-// last is the body bytes of e's last piece.
+// last is the body bytes of e's last piece, nil when there are none (a
+// pointer past the prefix would then point past the piece).
 func (e Encoding) last(l *layout) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e.p), l.prefix)), l.lastLen())
+	n := l.lastLen()
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(e.p), l.prefix)), n)
 }
 
 // Len is the length of the encoding's body: the serializer's bytes,
