@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -26,6 +27,10 @@ func TestSizeClassesAreTheRuntimes(t *testing.T) {
 		assert.Equal(t, class, appendSize(prev+1), "%d bytes take class %d", prev+1, class)
 		assert.Equal(t, class, allocSize(prev+1))
 		prev = class
+	}
+	for n := 1; n <= maxSmallSize; n++ {
+		i, _ := slices.BinarySearch(sizeClasses[:], uint16(n))
+		require.Equal(t, i, classOf(n), "%d bytes", n)
 	}
 	for _, n := range []int{maxSmallSize + 1, 5*pageSize + 1, 6 * pageSize, 100_000} {
 		assert.Equal(t, appendSize(n), allocSize(n), "%d bytes", n)

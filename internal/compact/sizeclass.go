@@ -1,7 +1,7 @@
 package compact
 
 import (
-	"encoding/binary"
+	"math/bits"
 	"reflect"
 	"slices"
 	"sync"
@@ -32,6 +32,39 @@ const (
 	minPieceSaving = 8
 )
 
+// Sizes up to smallStep*len(classBySmall) find their class in
+// classBySmall, in steps of smallStep bytes; larger ones in classByLarge,
+// in steps of largeStep: every class boundary is a multiple of its step,
+// so a plan's many size look-ups cost a load each.
+const (
+	smallStep = 8
+	largeStep = 128
+	smallMax  = 1024
+)
+
+var classBySmall, classByLarge = classTables()
+
+func classTables() (small [smallMax/smallStep + 1]uint8, large [(maxSmallSize-smallMax)/largeStep + 1]uint8) {
+	for i := range small {
+		c, _ := slices.BinarySearch(sizeClasses[:], uint16(i*smallStep))
+		small[i] = uint8(c)
+	}
+	for i := range large {
+		c, _ := slices.BinarySearch(sizeClasses[:], uint16(smallMax+i*largeStep))
+		large[i] = uint8(c)
+	}
+	return small, large
+}
+
+// classOf is the index of the smallest size class that holds n bytes,
+// 0 < n <= maxSmallSize.
+func classOf(n int) int {
+	if n <= smallMax {
+		return int(classBySmall[(n+smallStep-1)/smallStep])
+	}
+	return int(classByLarge[(n-smallMax+largeStep-1)/largeStep])
+}
+
 // allocSize is the heap an allocation of n bytes without pointers
 // occupies.
 func allocSize(n int) int {
@@ -41,8 +74,7 @@ func allocSize(n int) int {
 	case n > maxSmallSize:
 		return (n + pageSize - 1) &^ (pageSize - 1)
 	}
-	i, _ := slices.BinarySearch(sizeClasses[:], uint16(n))
-	return int(sizeClasses[i])
+	return int(sizeClasses[classOf(n)])
 }
 
 // lastSize is the heap a last piece of n bytes, pointers ahead, occupies,
@@ -60,8 +92,7 @@ func lastSize(n int) (alloc, object int) {
 // a byte or two.
 func pieceCode(n int) uint64 {
 	if n <= maxSmallSize {
-		i, _ := slices.BinarySearch(sizeClasses[:], uint16(n))
-		return uint64(i)
+		return uint64(classOf(n))
 	}
 	return uint64(len(sizeClasses) + n/pageSize)
 }
@@ -99,10 +130,7 @@ func planCost(n, tagLen int, p layoutPlan) int {
 }
 
 // uvarintLen is the length of v as a uvarint.
-func uvarintLen(v uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], v)
-}
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // plan splits a body of n bytes, whose prefix holds tagLen bytes of tag,
 // into the pieces that occupy the least heap: one, or
@@ -114,6 +142,10 @@ func uvarintLen(v uint64) int {
 func plan(n, tagLen int) layoutPlan {
 	var best layoutPlan
 	score := planCost(n, tagLen, best)
+	if score-n < wordBytes+minPieceSaving {
+		// Less is wasted than a head's pointer and saving: none pays.
+		return best
+	}
 	consider := func(p layoutPlan) {
 		if s := planCost(n, tagLen, p) + p.heads*minPieceSaving; s < score {
 			best, score = p, s
@@ -121,16 +153,15 @@ func plan(n, tagLen int) layoutPlan {
 	}
 	withFirst := func(h1 int) {
 		consider(layoutPlan{heads: 1, headLen: [maxHeads]int{h1}})
-		if i, _ := slices.BinarySearch(sizeClasses[:], uint16(n-h1)); i > 0 {
-			consider(layoutPlan{heads: 2, headLen: [maxHeads]int{h1, int(sizeClasses[i-1])}})
+		if rest := n - h1; rest > int(sizeClasses[0]) {
+			consider(layoutPlan{heads: 2, headLen: [maxHeads]int{h1, int(sizeClasses[classOf(rest)-1])}})
 		}
 	}
 	if n > maxSmallSize {
 		withFirst(n &^ (pageSize - 1))
 		return best
 	}
-	from, _ := slices.BinarySearch(sizeClasses[:], uint16(n/2))
-	for _, class := range sizeClasses[from:] {
+	for _, class := range sizeClasses[classOf(max(n/2, 1)):] {
 		if int(class) >= n {
 			break
 		}
