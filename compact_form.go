@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -22,16 +23,15 @@ type compactForm struct {
 	// codecs maps an object's Go type to its *compact.Codec. Informers
 	// store one type, but a standalone Indexer may be given several.
 	codecs sync.Map
+	// byTag is every codec made, by its tag (its position), which each
+	// encoding carries: the map then holds an object as its
+	// compact.Encoding alone, a pointer that an interface holds without
+	// allocating. The first codec's tag, 0, costs its encodings no byte.
+	// Appended to under mu, read without it.
+	byTag atomic.Pointer[[]*compact.Codec]
+	mu    sync.Mutex
 	// hot is nil when the options turn the hot cache off.
 	hot *compact.HotCache[any]
-}
-
-// compactHeld is what the store's map holds for an object in compact
-// storage: 32 bytes. data is never modified once made: the hot cache
-// recognises the object decoded from it by the identity of its first piece.
-type compactHeld struct {
-	codec *compact.Codec
-	data  compact.Encoding
 }
 
 func newCompactForm(opts CompactOptions) *compactForm {
@@ -50,9 +50,9 @@ func newCompactForm(opts CompactOptions) *compactForm {
 // update, cost no decode and are the very object that was written, as in
 // the default mode.
 func (f *compactForm) hold(key string, obj any) (any, error) {
-	if h, ok := obj.(*compactHeld); ok {
+	if e, ok := obj.(compact.Encoding); ok {
 		// Held ahead of a Replace (see preheld): adopted as it is.
-		return h, nil
+		return e, nil
 	}
 	ro, ok := obj.(runtime.Object)
 	if !ok {
@@ -69,44 +69,74 @@ func (f *compactForm) hold(key string, obj any) (any, error) {
 	if f.hot != nil {
 		f.hot.Put(key, data.Identity(), obj)
 	}
-	return &compactHeld{codec: codec, data: data}, nil
+	return data, nil
 }
 
-// codecFor returns the codec for obj's Go type, made on first use.
+// codecFor returns the codec for obj's Go type, made on first use with the
+// next tag.
 func (f *compactForm) codecFor(obj runtime.Object) (*compact.Codec, error) {
 	t := reflect.TypeOf(obj)
 	if c, ok := f.codecs.Load(t); ok {
 		return c.(*compact.Codec), nil
 	}
-	c, err := compact.NewCodec(obj, compact.Options{})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.codecs.Load(t); ok {
+		return c.(*compact.Codec), nil
+	}
+	var codecs []*compact.Codec
+	if p := f.byTag.Load(); p != nil {
+		codecs = *p
+	}
+	c, err := compact.NewCodec(obj, compact.Options{Tag: uint32(len(codecs))})
 	if err != nil {
 		return nil, err
 	}
-	actual, _ := f.codecs.LoadOrStore(t, c)
-	return actual.(*compact.Codec), nil
+	codecs = append(codecs[:len(codecs):len(codecs)], c)
+	f.byTag.Store(&codecs)
+	f.codecs.Store(t, c)
+	return c, nil
+}
+
+// codecOf returns the codec that made e.
+func (f *compactForm) codecOf(e compact.Encoding) (*compact.Codec, error) {
+	tag := compact.TagOf(e)
+	if p := f.byTag.Load(); p != nil && int(tag) < len(*p) {
+		return (*p)[tag], nil
+	}
+	return nil, fmt.Errorf("no codec of tag %d", tag)
 }
 
 // view returns the hot cache's object for held's bytes or a fresh decode of
 // them, which goes into the hot cache unless a writer has put the key there
 // (the bytes being viewed may be older than the writer's).
 func (f *compactForm) view(key string, held any) (any, error) {
-	h, ok := held.(*compactHeld)
+	e, ok := held.(compact.Encoding)
 	if !ok {
 		return nil, fmt.Errorf("compact storage: %q holds a %T, not an encoding", key, held)
 	}
 	if f.hot != nil {
-		if obj, ok := f.hot.Get(key, h.data.Identity()); ok {
+		if obj, ok := f.hot.Get(key, e.Identity()); ok {
 			return obj, nil
 		}
 	}
-	obj, err := h.codec.Decode(h.data)
+	obj, err := f.decode(e)
 	if err != nil {
 		return nil, fmt.Errorf("compact storage cannot read %q back: %w", key, err)
 	}
 	if f.hot != nil {
-		f.hot.Offer(key, h.data.Identity(), obj)
+		f.hot.Offer(key, e.Identity(), obj)
 	}
 	return obj, nil
+}
+
+// decode decodes e with the codec that made it.
+func (f *compactForm) decode(e compact.Encoding) (runtime.Object, error) {
+	codec, err := f.codecOf(e)
+	if err != nil {
+		return nil, err
+	}
+	return codec.Decode(e)
 }
 
 // drop forgets key's decoded object, so that the hot cache does not keep a

@@ -21,7 +21,8 @@ type storedForm interface {
 	// hold is called before the store's lock is taken, on the object
 	// already transformed, with its key; an error refuses that object
 	// only (reported like a failed key: one object never costs another).
-	// The held value must be a pointer, new for every hold: the store
+	// The held value must be a pointer (or a struct of one pointer, which
+	// an interface holds without allocating), new for every hold: the store
 	// tells held values apart by identity.
 	hold(key string, obj any) (any, error)
 	// view returns the object for a held value. The store calls it

@@ -9,7 +9,6 @@ package compact
 import (
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,17 +47,6 @@ func (f Format) String() string {
 	}
 }
 
-// The first byte of every encoding says how to read the rest: the format in
-// the low bits and two flags.
-const (
-	formatMask byte = 0x03
-	// flagTypeMeta marks a typed object whose TypeMeta was set to the codec's
-	// kind: protobuf does not carry TypeMeta, so it is restored from this.
-	flagTypeMeta byte = 0x04
-	// flagCompressed marks bytes compressed with the codec's Compressor.
-	flagCompressed byte = 0x08
-)
-
 // Options configure a Codec.
 type Options struct {
 	// Scheme resolves the kinds of typed objects; client-go's scheme when nil.
@@ -69,6 +57,9 @@ type Options struct {
 	Format Format
 	// Compressor, when set, compresses each encoding that it makes smaller.
 	Compressor *Compressor
+	// Tag tells the codec's encodings apart from other codecs' kept in the
+	// same place (TagOf); a tag other than 0 costs a byte or more each.
+	Tag uint32
 }
 
 // Codec turns objects of one Go type into compact bytes and back. Decode
@@ -81,6 +72,7 @@ type Codec struct {
 	unstructured bool
 	serializers  [4]runtime.Serializer
 	compressor   *Compressor
+	tag          uint32
 }
 
 // generated is what protobuf's generated code gives every built-in API
@@ -111,7 +103,7 @@ func NewCodec(prototype runtime.Object, opts Options) (*Codec, error) {
 	if s == nil {
 		s = scheme.Scheme
 	}
-	c := &Codec{typ: reflect.TypeOf(prototype), compressor: opts.Compressor}
+	c := &Codec{typ: reflect.TypeOf(prototype), compressor: opts.Compressor, tag: opts.Tag}
 	_, c.unstructured = prototype.(*unstructured.Unstructured)
 	registered := false
 	if !c.unstructured {
@@ -155,57 +147,51 @@ func (c *Codec) Encode(obj runtime.Object) (Encoding, error) {
 	if err := c.checkKind(obj); err != nil {
 		return Encoding{}, err
 	}
-	header := c.headerFor(obj)
+	flags := c.flagsFor(obj)
 	if m, ok := obj.(generated); ok && c.format == Protobuf && c.compressor == nil {
-		return c.encodeGenerated(header, m)
+		return c.encodeGenerated(flags, m)
 	}
 	s := getScratch(0)
 	defer s.release()
-	s.buf.WriteByte(header)
 	if err := c.serializers[c.format].Encode(obj, &s.buf); err != nil {
 		return Encoding{}, fmt.Errorf("compact: encoding %T as %v: %w", obj, c.format, err)
 	}
 	if c.compressor != nil {
 		packed := getScratch(s.buf.Len() / 2)
 		defer packed.release()
-		if c.compressor.compress(&packed.buf, header|flagCompressed, s.buf.Bytes()[1:]) {
-			return newEncoding(packed.buf.Bytes())
+		if c.compressor.compress(&packed.buf, s.buf.Bytes()) {
+			return newEncoding(flags|flagCompressed, c.tag, packed.buf.Bytes())
 		}
 	}
-	return newEncoding(s.buf.Bytes())
+	return newEncoding(flags, c.tag, s.buf.Bytes())
 }
 
-// encodeGenerated marshals m behind header: into one allocation of the
-// exact size when that fills its size class well, else through a scratch
-// buffer into the two pieces splitAt chooses.
-func (c *Codec) encodeGenerated(header byte, m generated) (Encoding, error) {
-	n := 1 + m.Size()
-	if n > math.MaxUint32 {
-		return Encoding{}, ErrTooLarge
+// encodeGenerated marshals m straight into its encoding's one piece, or
+// through a scratch buffer when the encoding is in several.
+func (c *Codec) encodeGenerated(flags byte, m generated) (Encoding, error) {
+	e, p, err := allocEncoding(flags, c.tag, m.Size())
+	if err != nil {
+		return Encoding{}, err
 	}
-	if splitAt(n) == n {
-		data := make([]byte, n)
-		if err := marshalBehind(header, m, data); err != nil {
-			return Encoding{}, err
-		}
-		return whole(data), nil
+	if p[1] == nil {
+		return e, marshalInto(m, p[0])
 	}
+	n := e.Len()
 	s := getScratch(n)
 	defer s.release()
 	data := s.buf.AvailableBuffer()[:n]
-	if err := marshalBehind(header, m, data); err != nil {
+	if err := marshalInto(m, data); err != nil {
 		return Encoding{}, err
 	}
-	return newEncoding(data)
+	p.fill(data)
+	return e, nil
 }
 
-// marshalBehind writes header and then m into data, which is exactly
-// their size.
-func marshalBehind(header byte, m generated, data []byte) error {
-	data[0] = header
-	written, err := m.MarshalToSizedBuffer(data[1:])
-	if err == nil && written != len(data)-1 {
-		err = fmt.Errorf("%d bytes written of the %d its size promised", written, len(data)-1)
+// marshalInto writes m into data, which is exactly its size.
+func marshalInto(m generated, data []byte) error {
+	written, err := m.MarshalToSizedBuffer(data)
+	if err == nil && written != len(data) {
+		err = fmt.Errorf("%d bytes written of the %d its size promised", written, len(data))
 	}
 	if err != nil {
 		return fmt.Errorf("compact: encoding %T as protobuf: %w", m, err)
@@ -226,41 +212,48 @@ func (c *Codec) checkKind(obj runtime.Object) error {
 	return fmt.Errorf("%w: %T with apiVersion %q and kind %q", ErrKind, obj, gvk.GroupVersion(), gvk.Kind)
 }
 
-// headerFor picks the header byte: the format, and whether protobuf, which
-// drops TypeMeta, must restore it.
-func (c *Codec) headerFor(obj runtime.Object) byte {
+// flagsFor picks the encoding's flags: whether protobuf, which drops
+// TypeMeta, must restore it.
+func (c *Codec) flagsFor(obj runtime.Object) byte {
 	if c.format == Protobuf && !obj.GetObjectKind().GroupVersionKind().Empty() {
-		return byte(Protobuf) | flagTypeMeta
+		return flagTypeMeta
 	}
-	return byte(c.format)
+	return 0
 }
+
+// TagOf is the tag of the codec that made e (Options.Tag).
+func TagOf(e Encoding) uint32 { return e.layout().tag }
 
 // Decode returns a fresh object equal to the one e was encoded from. An
-// Encoding in two pieces is joined in a reused buffer.
+// Encoding in several pieces is joined in a reused buffer.
 func (c *Codec) Decode(e Encoding) (runtime.Object, error) {
-	if e.Len() == 0 {
-		return nil, errors.New("compact: decoding empty data")
+	if e.p == nil {
+		return nil, errors.New("compact: decoding an empty Encoding")
 	}
-	if e.tailLen == 0 {
-		return c.decodeBody(*e.head, e.Identity()[1:])
+	l := e.layout()
+	if l.tag != c.tag {
+		return nil, fmt.Errorf("%w: an encoding of tag %d, not %d", ErrWrongType, l.tag, c.tag)
 	}
-	s := getScratch(e.Len())
+	if l.heads == 0 {
+		return c.decodeBody(l.flags, e.last(&l))
+	}
+	s := getScratch(l.length)
 	defer s.release()
-	return c.decodeWith(s, e)
+	return c.decodeWith(s, e, &l)
 }
 
-// decodeWith is Decode of e joined in s.
-func (c *Codec) decodeWith(s *scratch, e Encoding) (runtime.Object, error) {
-	return c.decodeBody(*e.head, e.joined(s)[1:])
+// decodeWith is Decode of e, laid out as l says, joined in s.
+func (c *Codec) decodeWith(s *scratch, e Encoding, l *layout) (runtime.Object, error) {
+	return c.decodeBody(l.flags, e.joined(l, s))
 }
 
-// decodeBody decodes body, which follows header, into a fresh object that
-// keeps no part of body, so that body may be reused: decompressing makes
-// new bytes, protobuf's generated code copies every string and byte slice
-// out, and the serializers' decoders copy too (json.Unmarshaler and
+// decodeBody decodes body, with flags, into a fresh object that keeps no
+// part of body, so that body may be reused: decompressing makes new bytes,
+// protobuf's generated code copies every string and byte slice out, and
+// the serializers' decoders copy too (json.Unmarshaler and
 // cbor.Unmarshaler implementations must copy what they keep).
-func (c *Codec) decodeBody(header byte, body []byte) (runtime.Object, error) {
-	if header&flagCompressed != 0 {
+func (c *Codec) decodeBody(flags byte, body []byte) (runtime.Object, error) {
+	if flags&flagCompressed != 0 {
 		if c.compressor == nil {
 			return nil, errors.New("compact: compressed data and no compressor")
 		}
@@ -269,12 +262,12 @@ func (c *Codec) decodeBody(header byte, body []byte) (runtime.Object, error) {
 			return nil, err
 		}
 	}
-	return c.decode(header, body)
+	return c.decode(flags, body)
 }
 
-// decode turns body, in the format header names, into a fresh object.
-func (c *Codec) decode(header byte, body []byte) (runtime.Object, error) {
-	format := Format(header & formatMask)
+// decode turns body, in the codec's format, into a fresh object.
+func (c *Codec) decode(flags byte, body []byte) (runtime.Object, error) {
+	format := c.format
 	into := reflect.New(c.typ.Elem()).Interface().(runtime.Object)
 	var err error
 	if m, ok := into.(generated); ok && format == Protobuf {
@@ -285,7 +278,7 @@ func (c *Codec) decode(header byte, body []byte) (runtime.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compact: decoding %v as %v: %w", c.typ, format, err)
 	}
-	if header&flagTypeMeta != 0 {
+	if flags&flagTypeMeta != 0 {
 		// Protobuf does not carry TypeMeta; the header says it was set.
 		into.GetObjectKind().SetGroupVersionKind(c.gvk)
 	}

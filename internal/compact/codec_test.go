@@ -240,15 +240,23 @@ func TestDecodeRejectsBadData(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Decode(Encoding{})
 	assert.Error(t, err)
-	_, err = c.Decode(whole([]byte{byte(Protobuf), 0xff, 0xff}))
+	_, err = c.Decode(mustEncoding(t, 0, 0, []byte{0xff, 0xff}))
 	assert.Error(t, err)
-	_, err = c.Decode(whole([]byte{byte(Protobuf) | flagCompressed, 1, 2}))
+	_, err = c.Decode(mustEncoding(t, flagCompressed, 0, []byte{1, 2}))
 	assert.ErrorContains(t, err, "no compressor")
+	_, err = c.Decode(mustEncoding(t, 0, 3, []byte{1, 2}))
+	assert.ErrorIs(t, err, ErrWrongType, "another codec's tag")
 
 	comp, err := NewCompressor(flate.BestSpeed, nil)
 	require.NoError(t, err)
 	cc, err := NewCodec(&corev1.Pod{}, Options{Compressor: comp})
 	require.NoError(t, err)
-	_, err = cc.Decode(whole([]byte{byte(Protobuf) | flagCompressed, 0xff, 0xff, 0xff}))
+	_, err = cc.Decode(mustEncoding(t, flagCompressed, 0, []byte{0xff, 0xff, 0xff}))
 	assert.ErrorContains(t, err, "decompressing")
+}
+
+func mustEncoding(t *testing.T, flags byte, tag uint32, body []byte) Encoding {
+	e, err := newEncoding(flags, tag, body)
+	require.NoError(t, err)
+	return e
 }

@@ -55,15 +55,14 @@ func Dictionary(samples [][]byte, size int) []byte {
 	size = min(size, maxDictionary)
 	var out []byte
 	for i := len(samples) - 1; i >= 0; i-- {
-		out = append(out, samples[i][1:]...) // the header byte is not compressed
+		out = append(out, samples[i]...)
 	}
 	return out[max(0, len(out)-size):]
 }
 
-// compress writes header followed by data compressed to dst, and reports
-// whether that is smaller than data.
-func (c *Compressor) compress(dst *bytes.Buffer, header byte, data []byte) bool {
-	dst.WriteByte(header)
+// compress writes data compressed to dst, and reports whether that is
+// smaller than data.
+func (c *Compressor) compress(dst *bytes.Buffer, data []byte) bool {
 	w, _ := c.writers.Get().(*flate.Writer)
 	if w == nil {
 		// The level was checked by NewCompressor, so this cannot fail.
@@ -76,7 +75,7 @@ func (c *Compressor) compress(dst *bytes.Buffer, header byte, data []byte) bool 
 		err = w.Close()
 	}
 	c.writers.Put(w)
-	return err == nil && dst.Len() <= len(data)
+	return err == nil && dst.Len() < len(data)
 }
 
 // decompress reverses compress.

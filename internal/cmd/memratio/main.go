@@ -11,7 +11,11 @@
 //
 // Usage:
 //
-//	go run ./internal/cmd/memratio [-n 100000] [-kind pods|configmaps|custom|small] [-run REGEXP] [-timing=true] [-dict 16384]
+//	go run ./internal/cmd/memratio [-n 100000] [-kind pods|configmaps|custom|small] [-run REGEXP] [-timing=true] [-dict 16384] [-heapprofile PREFIX]
+//
+// With -heapprofile, each row also writes the heap profile of what it
+// holds to PREFIX, the row's number and ".pprof" (go tool pprof
+// -sample_index=inuse_space), recorded at every allocation.
 package main
 
 import (
@@ -52,6 +56,7 @@ func main() {
 	timing := flag.Bool("timing", true, "also measure decode and ByIndex times (pods only)")
 	flag.StringVar(&objectsFile, "objects", "", "internal: the objects' JSON, one a line, written by the parent")
 	flag.IntVar(&dictionarySize, "dict", dictionarySize, "size of the compression dictionary in bytes (at most 32768)")
+	flag.StringVar(&heapProfile, "heapprofile", "", "write each row's heap profile to this prefix, the row's number and .pprof")
 	flag.Parse()
 	if *child != "" {
 		if err := measure(*child, *kind, *n); err != nil {
@@ -81,11 +86,15 @@ func parent(kind string, n int, run string, timing bool) error {
 	fmt.Printf("| %-34s | %12s | %8s | %11s | %7s |\n|%s|%s|%s|%s|%s|\n", "variant", "bytes/object", "ratio", "peak RSS MB", "seconds",
 		strings.Repeat("-", 36), strings.Repeat("-", 14), strings.Repeat("-", 10), strings.Repeat("-", 13), strings.Repeat("-", 9))
 	var base float64
-	for _, v := range variants {
+	for i, v := range variants {
 		if v.name != baseline && !match.MatchString(v.name) {
 			continue
 		}
-		r, err := spawn(v.name, kind, n, "-objects", objects)
+		args := []string{"-objects", objects}
+		if heapProfile != "" {
+			args = append(args, "-heapprofile", fmt.Sprintf("%s%d.pprof", heapProfile, i))
+		}
+		r, err := spawn(v.name, kind, n, args...)
 		if err != nil {
 			return err
 		}

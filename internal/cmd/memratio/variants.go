@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -107,12 +108,18 @@ func measure(name, kind string, n int) error {
 		if v.name != name {
 			continue
 		}
+		if heapProfile != "" {
+			runtime.MemProfileRate = 1
+		}
 		before := liveHeap()
 		keep, err := v.build(src, n)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		after := liveHeap()
+		if err := writeHeapProfile(); err != nil {
+			return err
+		}
 		runtime.KeepAlive(keep)
 		return printResult(result{Variant: name, Objects: n, Heap: float64(after) - float64(before)}, nil)
 	}
@@ -125,6 +132,26 @@ func printResult(r result, err error) error {
 	}
 	r.PeakRSS, r.Seconds = peakRSS(), time.Since(started).Seconds()
 	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// heapProfile is where a row writes its heap profile (the -heapprofile
+// flag); empty for none.
+var heapProfile string
+
+// writeHeapProfile writes the heap profile to heapProfile, if set.
+func writeHeapProfile() error {
+	if heapProfile == "" {
+		return nil
+	}
+	f, err := os.Create(heapProfile)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // liveHeap is the heap in use after a full collection.
