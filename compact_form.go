@@ -108,9 +108,11 @@ func (f *compactForm) codecOf(e compact.Encoding) (*compact.Codec, error) {
 }
 
 // view returns the hot cache's object for held's bytes or a fresh decode of
-// them, which goes into the hot cache unless a writer has put the key there
-// (the bytes being viewed may be older than the writer's).
-func (f *compactForm) view(key string, held any) (any, error) {
+// them, which goes into the hot cache if keep, unless a writer has put the
+// key there (the bytes being viewed may be older than the writer's). An
+// update's old object is viewed without keep: the write puts the new object
+// in its place at once.
+func (f *compactForm) view(key string, held any, keep bool) (any, error) {
 	e, ok := held.(compact.Encoding)
 	if !ok {
 		return nil, fmt.Errorf("compact storage: %q holds a %T, not an encoding", key, held)
@@ -124,7 +126,7 @@ func (f *compactForm) view(key string, held any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compact storage cannot read %q back: %w", key, err)
 	}
-	if f.hot != nil {
+	if keep && f.hot != nil {
 		f.hot.Offer(key, e.Identity(), obj)
 	}
 	return obj, nil

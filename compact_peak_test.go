@@ -88,11 +88,11 @@ func (f *probeForm) encodes() bool {
 	return ok && e.encodes()
 }
 
-func (f *probeForm) view(key string, held any) (any, error) {
+func (f *probeForm) view(key string, held any, keep bool) (any, error) {
 	if f.inner == nil {
 		return held, nil
 	}
-	obj, err := f.inner.view(key, held)
+	obj, err := f.inner.view(key, held, keep)
 	if f.sampleViews && f.views.Add(1)%f.every == 0 {
 		f.sample()
 	}

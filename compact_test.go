@@ -140,6 +140,25 @@ func TestCompactIndexerHotCacheIsBounded(t *testing.T) {
 	assert.LessOrEqual(t, form.hot.Len(), 4)
 }
 
+// A read keeps what it decodes in the hot cache; a decode for an index
+// rebuild does not, nor one for an old object about to be replaced.
+func TestCompactHotCacheKeepsReadsNotRebuilds(t *testing.T) {
+	idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{HotObjects: 4})
+	form := idx.(*cache).storage.form.(*compactForm)
+	require.NoError(t, idx.Add(newTestPod("ns", "a", "1", "app", "x")))
+	form.hot.Delete("ns/a")
+	require.NoError(t, idx.AddIndexers(Indexers{"app": func(obj interface{}) ([]string, error) {
+		return []string{obj.(*v1.Pod).Labels["app"]}, nil
+	}}))
+	keys, err := idx.IndexKeys("app", "x")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ns/a"}, keys)
+	assert.Zero(t, form.hot.Len(), "the rebuild decoded ns/a and kept nothing")
+	_, _, err = idx.GetByKey("ns/a")
+	require.NoError(t, err)
+	assert.Equal(t, 1, form.hot.Len(), "the read kept what it decoded")
+}
+
 // Unstructured objects are kept as CBOR and come back exactly.
 func TestCompactIndexerUnstructured(t *testing.T) {
 	idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, CompactOptions{HotObjects: -1})

@@ -163,7 +163,7 @@ func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order 
 		obj := held
 		if b.form != nil {
 			var ok bool
-			if obj, ok = viewHeld(b.form, key, held); !ok {
+			if obj, ok = viewHeld(b.form, key, held, false); !ok {
 				return true
 			}
 		}

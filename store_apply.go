@@ -118,7 +118,7 @@ func (c *cache) tombstones(r replacement, changes []notification) []notification
 	}
 	r.before.Range(func(key string, held interface{}) bool {
 		if _, listed := r.after.Get(key); !listed {
-			if old, ok := c.storage.view(key, held); ok {
+			if old, ok := c.storage.viewOld(key, held); ok {
 				changes = append(changes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: key, Obj: old}})
 			}
 		}
@@ -133,7 +133,7 @@ func (c *cache) replacedObject(r replacement, key string) (interface{}, bool) {
 	if !existed {
 		return nil, false
 	}
-	return c.storage.view(key, held)
+	return c.storage.viewOld(key, held)
 }
 
 // applyWrites writes deltas, all writes, in one transaction and appends a

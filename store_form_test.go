@@ -50,7 +50,7 @@ func (f *boxForm) hold(key string, obj any) (any, error) {
 	return &box{key: key, obj: obj}, nil
 }
 
-func (f *boxForm) view(key string, held any) (any, error) {
+func (f *boxForm) view(key string, held any, _ bool) (any, error) {
 	b, ok := held.(*box)
 	if !ok {
 		return nil, fmt.Errorf("held value of %q is not boxed: %T", key, held)
@@ -195,7 +195,7 @@ type lockCheckForm struct {
 	onFirstView func(key string)
 }
 
-func (f *lockCheckForm) view(key string, held any) (any, error) {
+func (f *lockCheckForm) view(key string, held any, keep bool) (any, error) {
 	if f.s.mu.TryLock() {
 		f.s.mu.Unlock()
 	} else {
@@ -205,7 +205,7 @@ func (f *lockCheckForm) view(key string, held any) (any, error) {
 		f.onFirstView = nil
 		hook(key)
 	}
-	return f.boxForm.view(key, held)
+	return f.boxForm.view(key, held, keep)
 }
 
 func newLockCheckIndexer() (Indexer, *lockCheckForm) {

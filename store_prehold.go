@@ -60,7 +60,7 @@ func (c *cache) preholder() preholdFunc {
 
 // object reads p back, false when its form cannot (reported).
 func (p preheld) object() (any, bool) {
-	return viewHeld(p.form, p.key, p.held)
+	return viewHeld(p.form, p.key, p.held, true)
 }
 
 // resolvePreheld returns ns with every preheld object read back, in a new

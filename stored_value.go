@@ -26,8 +26,11 @@ type storedForm interface {
 	// tells held values apart by identity.
 	hold(key string, obj any) (any, error)
 	// view returns the object for a held value. The store calls it
-	// without its lock, since it may decode; it must not block.
-	view(key string, held any) (any, error)
+	// without its lock, since it may decode; it must not block. keep is
+	// false for an object the store is about to replace or reads once for
+	// a rebuild (an update's old object): a form that caches what it
+	// decodes should not spend the work or the room on it.
+	view(key string, held any, keep bool) (any, error)
 	// drop is called after key is deleted from the map.
 	drop(key string)
 }
@@ -70,15 +73,24 @@ func (s *threadSafeMap) hold(key string, obj any) (any, error) {
 // view returns the object for a held value; false when the form failed,
 // which is reported, and the object is then left out of the read.
 func (s *threadSafeMap) view(key string, held any) (any, bool) {
+	return s.viewFor(key, held, true)
+}
+
+// viewOld is view for an object being replaced: see storedForm.view.
+func (s *threadSafeMap) viewOld(key string, held any) (any, bool) {
+	return s.viewFor(key, held, false)
+}
+
+func (s *threadSafeMap) viewFor(key string, held any, keep bool) (any, bool) {
 	if s.form == nil {
 		return held, true
 	}
-	return viewHeld(s.form, key, held)
+	return viewHeld(s.form, key, held, keep)
 }
 
 // viewHeld is view through a form that is not nil.
-func viewHeld(f storedForm, key string, held any) (any, bool) {
-	obj, err := f.view(key, held)
+func viewHeld(f storedForm, key string, held any, keep bool) (any, bool) {
+	obj, err := f.view(key, held, keep)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Stored object could not be read back, left out", "key", key)
 		return nil, false
@@ -111,7 +123,7 @@ func (s *threadSafeMap) appendObjects(dst []any, items hashmap.Map[any]) []any {
 		return items.AppendValues(dst)
 	}
 	items.Range(func(key string, held any) bool {
-		if obj, ok := viewHeld(s.form, key, held); ok {
+		if obj, ok := viewHeld(s.form, key, held, true); ok {
 			dst = append(dst, obj)
 		}
 		return true
@@ -126,7 +138,7 @@ func (s *threadSafeMap) appendObjectsOf(dst []any, items hashmap.Map[any], membe
 	}
 	members.Range(func(key string, _ struct{}) bool {
 		if held, ok := items.Get(key); ok {
-			if obj, ok := viewHeld(s.form, key, held); ok {
+			if obj, ok := viewHeld(s.form, key, held, true); ok {
 				dst = append(dst, obj)
 			}
 		}
@@ -170,7 +182,7 @@ func (s *threadSafeMap) viewPrior(key string, held any, existed bool) prior {
 	if !existed {
 		return prior{}
 	}
-	obj, known := s.view(key, held)
+	obj, known := s.viewOld(key, held)
 	return prior{held: held, obj: obj, existed: true, known: known}
 }
 
