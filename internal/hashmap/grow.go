@@ -66,22 +66,11 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 		d.setSpan(i, t.rehashed(e, size))
 		return
 	}
-	// The keys are hashed once, in the order of the walk that routes them.
-	var buf [maxSlots]uint64
-	hashes := buf[:0]
-	if t.used > maxSlots {
-		hashes = make([]uint64, 0, t.used)
-	}
-	bit := uint64(1) << (63 - t.depth)
+	bit := uint32(1) << (31 - t.depth)
 	high := 0
-	start := t.walkStart()
-	for j := t.next(start); j != start; j = t.next(j) {
-		if t.meta[j] != 0 {
-			h := hashOf(t.slots[j].key)
-			hashes = append(hashes, h)
-			if h&bit != 0 {
-				high++
-			}
+	for j := range t.slots {
+		if t.meta[j] != 0 && t.slots[j].hash&bit != 0 {
+			high++
 		}
 	}
 	if high == 0 || high == t.used {
@@ -95,17 +84,15 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	lo, n := d.span(i)
 	low := newTable[V](e, t.depth+1, roomy(t.used-high))
 	hi := newTable[V](e, t.depth+1, roomy(high))
-	k := 0
+	start := t.walkStart()
 	for j := t.next(start); j != start; j = t.next(j) {
-		if t.meta[j] == 0 {
-			continue
+		switch s := t.slots[j]; {
+		case t.meta[j] == 0:
+		case s.hash&bit != 0:
+			hi.insert(s)
+		default:
+			low.insert(s)
 		}
-		if h := hashes[k]; h&bit != 0 {
-			hi.insert(h, t.slots[j])
-		} else {
-			low.insert(h, t.slots[j])
-		}
-		k++
 	}
 	for j := lo; j < lo+n/2; j++ {
 		d.tables[j] = low
@@ -121,7 +108,7 @@ func (t *table[V]) rehashed(e Epoch, n int) *table[V] {
 	start := t.walkStart()
 	for i := t.next(start); i != start; i = t.next(i) {
 		if t.meta[i] != 0 {
-			out.insert(hashOf(t.slots[i].key), t.slots[i])
+			out.insert(t.slots[i])
 		}
 	}
 	return out

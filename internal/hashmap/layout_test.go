@@ -2,16 +2,18 @@ package hashmap
 
 import (
 	"maps"
+	"math/rand"
 	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
 )
 
-// TestSlotsHoldNoHashOrPadding pins the slot sizes the store's memory per
-// object rests on: an item is its key and value, a set member its key
-// alone (a zero-size value placed last would add a padding word).
-func TestSlotsHoldNoHashOrPadding(t *testing.T) {
+// TestSlotsHoldNoPadding pins the slot sizes the store's memory per object
+// rests on: an item is its key and value, a set member its key alone (a
+// zero-size value placed last would add a padding word), the hash bits
+// sharing a word with the key's length.
+func TestSlotsHoldNoPadding(t *testing.T) {
 	if got := unsafe.Sizeof(slot[any]{}); got != 32 {
 		t.Errorf("slot[any] is %d bytes, want 32", got)
 	}
@@ -115,7 +117,7 @@ func TestSplitRehashesEachHalf(t *testing.T) {
 		if tb.depth != 1 {
 			t.Fatalf("half %d has depth %d", half, tb.depth)
 		}
-		if got := checkTable(t, tb, func(h uint64) bool { return int(h>>63) == half }); got != tb.used {
+		if got := checkTable(t, tb, func(h uint32) bool { return int(h>>31) == half }); got != tb.used {
 			t.Fatalf("half %d counts %d, holds %d", half, tb.used, got)
 		}
 		if len(tb.slots) != roomy(tb.used) && len(tb.slots) != roomy(tb.used-1) {
@@ -149,4 +151,30 @@ func TestSaturatedDistances(t *testing.T) {
 	}
 	checkSame(t, m, want)
 	checkSame(t, snapshot, snapWant)
+}
+
+// TestBoxedKeys runs the model with keys boxed from three bytes on, as
+// keys of 4 GiB and more are, and checks that they were: most keys are
+// boxed, the shortest are not.
+func TestBoxedKeys(t *testing.T) {
+	old := boxFrom
+	boxFrom = 3
+	t.Cleanup(func() { boxFrom = old })
+	r := rand.New(rand.NewSource(4))
+	for range 50 {
+		runModel(t, randomOps(r, 300))
+	}
+	var m Map[int]
+	e := NewEpoch()
+	for _, k := range []string{"", "k1", "k12", "k123"} {
+		m.Set(e, k, len(k))
+	}
+	for _, tb := range distinctTables(m) {
+		for i := range tb.slots {
+			if s := &tb.slots[i]; tb.meta[i] != 0 && (s.klen == boxed) != (len(s.key()) >= 3) {
+				t.Errorf("key %q: klen %d", s.key(), s.klen)
+			}
+		}
+	}
+	checkSame(t, m, map[string]int{"": 0, "k1": 2, "k12": 3, "k123": 4})
 }

@@ -5,13 +5,6 @@ import (
 	"slices"
 )
 
-// slot holds one entry. The value comes first: a zero-size value (a set's
-// struct{}) placed last would make the compiler pad every slot by a word.
-type slot[V any] struct {
-	val V
-	key string
-}
-
 // A table keeps a meta byte per slot: 0 for an empty slot; otherwise, in
 // its low bits, the entry's distance from its home slot plus one,
 // saturating at sat, and in its high bits a tag of three hash bits that
@@ -29,9 +22,10 @@ const (
 // home.
 func metaOf(tag uint8, d int) uint8 { return tag | uint8(min(d+1, sat)) }
 
-// tagOf is the tag bits of a key hashing to h. They are low bits, which
-// neither the directory nor the home slot draws on.
-func tagOf(h uint64) uint8 { return uint8(h) &^ distMask }
+// tagOf is the tag bits of a key whose hash32 is h. They are low bits,
+// which neither the directory nor the home slot draws on in all but the
+// largest maps.
+func tagOf(h uint32) uint8 { return uint8(h) &^ distMask }
 
 // farther is meta byte m for an entry one step farther from home.
 func farther(m uint8) uint8 {
@@ -46,11 +40,11 @@ func farther(m uint8) uint8 {
 // (never rising by more than one from slot to slot), so a lookup stops as
 // soon as it meets an entry closer to home than it would be, and compares
 // only the keys at its own distance, the ones sharing its home slot. No
-// hash is stored: meta keeps the distances, and growing or splitting
-// hashes the keys again. All keys of a table share the top depth bits of
-// their hashes; the home slot scales the bits below them to the table's
-// size, which need not be a power of two, so that tables can be sized to
-// the load they are meant for.
+// hash is hashed again: each slot keeps its key's hash32, from which
+// growing and splitting place it. All keys of a table share the top depth
+// bits of their hashes; the home slot scales the bits below them to the
+// table's size, which need not be a power of two, so that tables can be
+// sized to the load they are meant for.
 type table[V any] struct {
 	epoch Epoch
 	depth uint8
@@ -63,9 +57,11 @@ func newTable[V any](e Epoch, depth uint8, n int) *table[V] {
 	return &table[V]{epoch: e, depth: depth, meta: make([]uint8, n), slots: make([]slot[V], n)}
 }
 
-// home is the slot where a key hashing to h belongs.
-func (t *table[V]) home(h uint64) int {
-	hi, _ := bits.Mul64(h<<t.depth, uint64(len(t.slots)))
+// home is the slot where a key whose hash32 is h belongs. Past a directory
+// depth of 20 (over a hundred million keys), fewer than 12 bits are left
+// to scale, and homes spread less evenly.
+func (t *table[V]) home(h uint32) int {
+	hi, _ := bits.Mul64(uint64(h)<<32<<t.depth, uint64(len(t.slots)))
 	return int(hi)
 }
 
@@ -87,7 +83,7 @@ func (t *table[V]) distAt(i int, df uint8) int {
 
 // satDist is the distance of the saturated entry in slot i, from its hash.
 func (t *table[V]) satDist(i int) int {
-	d := i - t.home(hashOf(t.slots[i].key))
+	d := i - t.home(t.slots[i].hash)
 	if d < 0 {
 		d += len(t.slots)
 	}
@@ -95,18 +91,18 @@ func (t *table[V]) satDist(i int) int {
 }
 
 // find returns the index of key's slot, or -1.
-func (t *table[V]) find(h uint64, key string) int {
+func (t *table[V]) find(h uint32, key string) int {
 	if i, _, found := t.probe(h, key, true); found {
 		return i
 	}
 	return -1
 }
 
-// probe walks the probe run of a key hashing to h. It returns the key's
+// probe walks the probe run of a key whose hash32 is h. It returns the key's
 // slot if it finds it (only when compare is set), or else the slot where
 // the key belongs and its distance from home there: the first slot that
 // is empty or holds an entry closer to its home.
-func (t *table[V]) probe(h uint64, key string, compare bool) (i, d int, found bool) {
+func (t *table[V]) probe(h uint32, key string, compare bool) (i, d int, found bool) {
 	i, tag := t.home(h), tagOf(h)
 	for ; ; i, d = t.next(i), d+1 {
 		m := t.meta[i]
@@ -119,24 +115,24 @@ func (t *table[V]) probe(h uint64, key string, compare bool) (i, d int, found bo
 			switch sd := t.distAt(i, df); {
 			case sd < d:
 				return i, d, false
-			case compare && sd == d && m&^distMask == tag && t.slots[i].key == key:
+			case compare && sd == d && m&^distMask == tag && t.slots[i].hash == h && t.slots[i].key() == key:
 				return i, d, true
 			}
 		}
 	}
 }
 
-// insert stores an entry for a key the table does not hold, whose hash is
-// h, in a table that is not full, and returns its slot.
-func (t *table[V]) insert(h uint64, in slot[V]) int {
-	i, d, _ := t.probe(h, "", false)
-	return t.insertAt(i, d, tagOf(h), in)
+// insert stores an entry for a key the table does not hold in a table
+// that is not full, and returns its slot.
+func (t *table[V]) insert(in slot[V]) int {
+	i, d, _ := t.probe(in.hash, "", false)
+	return t.insertAt(i, d, in)
 }
 
-// insertAt stores an entry with tag bits tag in slot i, at distance d from
-// its home, as probe found them. Entries closer to home than the newcomer
-// would be move one step down the run to make way.
-func (t *table[V]) insertAt(i, d int, tag uint8, in slot[V]) int {
+// insertAt stores an entry in slot i, at distance d from its home, as
+// probe found them. Entries closer to home than the newcomer would be move
+// one step down the run to make way.
+func (t *table[V]) insertAt(i, d int, in slot[V]) int {
 	end := i
 	for t.meta[end] != 0 {
 		end = t.next(end)
@@ -155,7 +151,7 @@ func (t *table[V]) insertAt(i, d int, tag uint8, in slot[V]) int {
 	for j := t.next(i); j != t.next(end); j = t.next(j) {
 		t.meta[j] = farther(t.meta[j])
 	}
-	t.slots[i], t.meta[i] = in, metaOf(tag, d)
+	t.slots[i], t.meta[i] = in, metaOf(tagOf(in.hash), d)
 	t.used++
 	return i
 }
