@@ -69,7 +69,7 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	bit := uint32(1) << (31 - t.depth)
 	high := 0
 	for j := range t.slots {
-		if t.meta[j] != 0 && t.slots[j].hash&bit != 0 {
+		if t.slots[j].meta() != 0 && t.slots[j].hash&bit != 0 {
 			high++
 		}
 	}
@@ -87,7 +87,7 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	start := t.walkStart()
 	for j := t.next(start); j != start; j = t.next(j) {
 		switch s := t.slots[j]; {
-		case t.meta[j] == 0:
+		case t.slots[j].meta() == 0:
 		case s.hash&bit != 0:
 			hi.insert(s)
 		default:
@@ -107,7 +107,7 @@ func (t *table[V]) rehashed(e Epoch, n int) *table[V] {
 	out := newTable[V](e, t.depth, n)
 	start := t.walkStart()
 	for i := t.next(start); i != start; i = t.next(i) {
-		if t.meta[i] != 0 {
+		if t.slots[i].meta() != 0 {
 			out.insert(t.slots[i])
 		}
 	}

@@ -4,14 +4,13 @@
 //
 // The layout is extendible hashing: a directory indexed by the top bits of
 // a key's 64-bit hash points to small open-addressing tables (Robin Hood
-// linear probing; a slot holds the key, the value and 32 bits of the key's
-// hash, and a byte beside it the entry's distance from its home slot and
-// three of those bits), so a lookup is a directory
-// read, a table read and usually one key comparison, like a Go map's. Each
-// table covers a power-of-two share of the hash space; a full table grows,
-// or once it is as large as a table gets splits in two by the next hash
-// bit, doubling the directory only when the table's share was already the
-// directory's finest.
+// linear probing; a slot holds the key, the value, 32 bits of the key's
+// hash and the entry's distance from its home slot), so a lookup is a
+// directory read, a table read and usually one key comparison, like a Go
+// map's. Each table covers a power-of-two share of the hash space; a full
+// table grows, or once it is as large as a table gets splits in two by the
+// next hash bit, doubling the directory only when the table's share was
+// already the directory's finest.
 //
 // A Map value is a snapshot: copying it is O(1) and the copy never changes.
 // Writes go through an Epoch, the identity of one writer's editing session:
@@ -187,7 +186,7 @@ func (m *Map[V]) RefHashed(e Epoch, hash uint64, key string) (ref *V, added bool
 		}
 		// A copy of t has the same layout: i and d hold in it.
 		t = m.owned(e, ti)
-		i = t.insertAt(i, d, newSlot[V](h, key))
+		i = t.insertAt(i, newSlot[V](h, key, d))
 		m.size++
 		return &t.slots[i].val, true
 	}
@@ -275,7 +274,7 @@ func (m Map[V]) eachTable(fn func(*table[V]) bool) {
 func (m Map[V]) AppendValues(dst []V) []V {
 	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
-			if t.meta[i] != 0 {
+			if t.slots[i].meta() != 0 {
 				dst = append(dst, t.slots[i].val)
 			}
 		}
@@ -289,7 +288,7 @@ func (m Map[V]) AppendValues(dst []V) []V {
 func (m Map[V]) AppendKeys(dst []string) []string {
 	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
-			if t.meta[i] != 0 {
+			if t.slots[i].meta() != 0 {
 				dst = append(dst, t.slots[i].key())
 			}
 		}
@@ -303,7 +302,7 @@ func (m Map[V]) AppendKeys(dst []string) []string {
 func (m Map[V]) Range(fn func(key string, val V) bool) {
 	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
-			if s := &t.slots[i]; t.meta[i] != 0 && !fn(s.key(), s.val) {
+			if s := &t.slots[i]; t.slots[i].meta() != 0 && !fn(s.key(), s.val) {
 				return false
 			}
 		}
@@ -319,7 +318,7 @@ func AppendValuesOf[V, W any](dst []V, m Map[V], keys Map[W]) []V {
 	}
 	keys.eachTable(func(t *table[W]) bool {
 		for i := range t.slots {
-			if t.meta[i] != 0 {
+			if t.slots[i].meta() != 0 {
 				if v, ok := m.Get(t.slots[i].key()); ok {
 					dst = append(dst, v)
 				}

@@ -61,7 +61,7 @@ func distinctTables[V any](m Map[V]) []*table[V] {
 
 // TestSnapshotTablesUnchangedByGrowthAndSplits takes a snapshot, then
 // writes in a new epoch until every table has grown or split, and checks
-// that the snapshot's tables (slots and meta bytes alike) are exactly as
+// that the snapshot's tables (slots and their distance bytes) are exactly as
 // they were.
 func TestSnapshotTablesUnchangedByGrowthAndSplits(t *testing.T) {
 	var m Map[int]
@@ -71,12 +71,11 @@ func TestSnapshotTablesUnchangedByGrowthAndSplits(t *testing.T) {
 	}
 	snapshot := m
 	type copied struct {
-		meta  []uint8
 		slots []slot[int]
 	}
 	before := map[*table[int]]copied{}
 	for _, tb := range distinctTables(snapshot) {
-		before[tb] = copied{slices.Clone(tb.meta), slices.Clone(tb.slots)}
+		before[tb] = copied{slices.Clone(tb.slots)}
 	}
 	e = NewEpoch()
 	for i := range 5000 {
@@ -89,7 +88,7 @@ func TestSnapshotTablesUnchangedByGrowthAndSplits(t *testing.T) {
 		}
 	}
 	for tb, c := range before {
-		if !slices.Equal(tb.meta, c.meta) || !slices.Equal(tb.slots, c.slots) {
+		if !slices.Equal(tb.slots, c.slots) {
 			t.Fatal("a write changed a table of the snapshot")
 		}
 	}
@@ -127,7 +126,7 @@ func TestSplitRehashesEachHalf(t *testing.T) {
 	checkSame(t, m, want)
 }
 
-// TestSaturatedDistances forces one probe run far past what a meta byte
+// TestSaturatedDistances forces one probe run far past what a distance byte
 // counts, then deletes from its head so that every entry moves back across
 // the saturation point, checking the recomputed distances each time.
 func TestSaturatedDistances(t *testing.T) {
@@ -171,8 +170,8 @@ func TestBoxedKeys(t *testing.T) {
 	}
 	for _, tb := range distinctTables(m) {
 		for i := range tb.slots {
-			if s := &tb.slots[i]; tb.meta[i] != 0 && (s.klen == boxed) != (len(s.key()) >= 3) {
-				t.Errorf("key %q: klen %d", s.key(), s.klen)
+			if s := &tb.slots[i]; s.meta() != 0 && (s.info>>distBits == boxed) != (len(s.key()) >= 3) {
+				t.Errorf("key %q: length field %d", s.key(), s.info>>distBits)
 			}
 		}
 	}
