@@ -66,3 +66,19 @@ func BenchmarkStoreWriteUpdateIndexChanging(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkStoreList lists a 100k indexed store per op.
+func BenchmarkStoreList(b *testing.B) {
+	s := NewIndexer(MetaNamespaceKeyFunc, writeBenchIndexers())
+	for _, p := range writeBenchPods(0) {
+		if err := s.Add(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(s.List()) != writeBenchSize {
+			b.Fatal("short list")
+		}
+	}
+}

@@ -23,9 +23,9 @@ func full(used, n int) bool { return 8*(used+1) > 7*n }
 // half full. Table sizes need not be powers of two, so a large table
 // swings between half and seven eighths full, where a power-of-two table
 // (as a Go map's) drops to seven sixteenths at each split. Half full keeps
-// the rehashing per insert near a Go map's (each key is hashed again
-// 2.3 times on average against its 2) and the garbage too; fuller tables
-// would save memory but rehash more.
+// the moves per insert near a Go map's (each entry is moved 2.3 times on
+// average against its 2, from its slot's stored hash, without reading its
+// key) and the garbage too; fuller tables would save memory but move more.
 func roomy(n int) int { return slotsAtLoad(n, 1, 2) }
 
 // slotsAtLoad is the smallest table size, at least minSlots, that n
@@ -87,7 +87,7 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	start := t.walkStart()
 	for j := t.next(start); j != start; j = t.next(j) {
 		switch s := t.slots[j]; {
-		case t.slots[j].meta() == 0:
+		case s.meta() == 0:
 		case s.hash&bit != 0:
 			hi.insert(s)
 		default:
@@ -102,7 +102,8 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	}
 }
 
-// rehashed returns a table of n slots, owned by e, with t's entries.
+// rehashed returns a table of n slots, owned by e, with t's entries, placed
+// by their stored hashes.
 func (t *table[V]) rehashed(e Epoch, n int) *table[V] {
 	out := newTable[V](e, t.depth, n)
 	start := t.walkStart()

@@ -302,7 +302,7 @@ func (m Map[V]) AppendKeys(dst []string) []string {
 func (m Map[V]) Range(fn func(key string, val V) bool) {
 	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
-			if s := &t.slots[i]; t.slots[i].meta() != 0 && !fn(s.key(), s.val) {
+			if s := &t.slots[i]; s.meta() != 0 && !fn(s.key(), s.val) {
 				return false
 			}
 		}
