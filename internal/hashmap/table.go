@@ -114,22 +114,23 @@ func (t *table[V]) insert(in slot[V]) int {
 // distance byte set for that slot. Entries closer to home than the
 // newcomer would be move one step down the run to make way.
 func (t *table[V]) insertAt(i int, in slot[V]) int {
+	// Every entry from i to the end of the run moves one step down: each
+	// is counted one step farther from home on the way to the end.
 	end := i
-	for t.slots[end].meta() != 0 {
+	for s := &t.slots[end]; s.meta() != 0; s = &t.slots[end] {
+		if s.meta() != sat {
+			s.info++
+		}
 		end = t.next(end)
 	}
-	if end >= i {
+	switch {
+	case end > i:
 		copy(t.slots[i+1:end+1], t.slots[i:end])
-	} else {
+	case end < i:
 		copy(t.slots[1:end+1], t.slots[:end])
 		n := len(t.slots)
 		t.slots[0] = t.slots[n-1]
 		copy(t.slots[i+1:], t.slots[i:n-1])
-	}
-	for j := t.next(i); j != t.next(end); j = t.next(j) {
-		if s := &t.slots[j]; s.meta() != sat {
-			s.info++
-		}
 	}
 	t.slots[i] = in
 	t.used++
