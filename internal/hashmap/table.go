@@ -84,8 +84,9 @@ func (t *table[V]) find(h uint32, key string) int {
 // where the key belongs and its distance from home there: the first slot
 // that is empty or holds an entry closer to its home.
 func (t *table[V]) probe(h uint32, key string, compare bool) (i, d int, found bool) {
-	for i = t.home(h); ; i, d = t.next(i), d+1 {
-		s := &t.slots[i]
+	slots := t.slots
+	for i = t.home(h); ; d++ {
+		s := &slots[i]
 		m := s.meta()
 		if m == 0 {
 			return i, d, false
@@ -98,6 +99,9 @@ func (t *table[V]) probe(h uint32, key string, compare bool) (i, d int, found bo
 			case compare && sd == d && s.hash == h && s.key() == key:
 				return i, d, true
 			}
+		}
+		if i++; i == len(slots) {
+			i = 0
 		}
 	}
 }
