@@ -23,9 +23,9 @@ func full(used, n int) bool { return 8*(used+1) > 7*n }
 // half full. Table sizes need not be powers of two, so a large table
 // swings between half and seven eighths full, where a power-of-two table
 // (as a Go map's) drops to seven sixteenths at each split. Half full keeps
-// the rehashing per insert near a Go map's (each key is hashed again
-// 2.3 times on average against its 2) and the garbage too; fuller tables
-// would save memory but rehash more.
+// the moves per insert near a Go map's (each entry is moved 2.3 times on
+// average against its 2, from its slot's stored hash, without reading its
+// key) and the garbage too; fuller tables would save memory but move more.
 func roomy(n int) int { return slotsAtLoad(n, 1, 2) }
 
 // slotsAtLoad is the smallest table size, at least minSlots, that n
@@ -66,22 +66,11 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 		d.setSpan(i, t.rehashed(e, size))
 		return
 	}
-	// The keys are hashed once, in the order of the walk that routes them.
-	var buf [maxSlots]uint64
-	hashes := buf[:0]
-	if t.used > maxSlots {
-		hashes = make([]uint64, 0, t.used)
-	}
-	bit := uint64(1) << (63 - t.depth)
+	bit := uint32(1) << (31 - t.depth)
 	high := 0
-	start := t.walkStart()
-	for j := t.next(start); j != start; j = t.next(j) {
-		if t.meta[j] != 0 {
-			h := hashOf(t.slots[j].key)
-			hashes = append(hashes, h)
-			if h&bit != 0 {
-				high++
-			}
+	for j := range t.slots {
+		if t.slots[j].meta() != 0 && t.slots[j].hash&bit != 0 {
+			high++
 		}
 	}
 	if high == 0 || high == t.used {
@@ -95,17 +84,15 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	lo, n := d.span(i)
 	low := newTable[V](e, t.depth+1, roomy(t.used-high))
 	hi := newTable[V](e, t.depth+1, roomy(high))
-	k := 0
+	start := t.walkStart()
 	for j := t.next(start); j != start; j = t.next(j) {
-		if t.meta[j] == 0 {
-			continue
+		switch s := t.slots[j]; {
+		case s.meta() == 0:
+		case s.hash&bit != 0:
+			hi.insert(s)
+		default:
+			low.insert(s)
 		}
-		if h := hashes[k]; h&bit != 0 {
-			hi.insert(h, t.slots[j])
-		} else {
-			low.insert(h, t.slots[j])
-		}
-		k++
 	}
 	for j := lo; j < lo+n/2; j++ {
 		d.tables[j] = low
@@ -115,13 +102,14 @@ func (m *Map[V]) makeRoom(e Epoch, i int) {
 	}
 }
 
-// rehashed returns a table of n slots, owned by e, with t's entries.
+// rehashed returns a table of n slots, owned by e, with t's entries, placed
+// by their stored hashes.
 func (t *table[V]) rehashed(e Epoch, n int) *table[V] {
 	out := newTable[V](e, t.depth, n)
 	start := t.walkStart()
 	for i := t.next(start); i != start; i = t.next(i) {
-		if t.meta[i] != 0 {
-			out.insert(hashOf(t.slots[i].key), t.slots[i])
+		if t.slots[i].meta() != 0 {
+			out.insert(t.slots[i])
 		}
 	}
 	return out

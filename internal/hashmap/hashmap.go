@@ -4,14 +4,13 @@
 //
 // The layout is extendible hashing: a directory indexed by the top bits of
 // a key's 64-bit hash points to small open-addressing tables (Robin Hood
-// linear probing; a slot holds the key and the value, and a byte beside it
-// the entry's distance from its home slot and three bits of its hash; no
-// slot keeps the hash itself), so a lookup is a directory
-// read, a table read and usually one key comparison, like a Go map's. Each
-// table covers a power-of-two share of the hash space; a full table grows,
-// or once it is as large as a table gets splits in two by the next hash
-// bit, doubling the directory only when the table's share was already the
-// directory's finest.
+// linear probing; a slot holds the key, the value, 32 bits of the key's
+// hash and the entry's distance from its home slot), so a lookup is a
+// directory read, a table read and usually one key comparison, like a Go
+// map's. Each table covers a power-of-two share of the hash space; a full
+// table grows, or once it is as large as a table gets splits in two by the
+// next hash bit, doubling the directory only when the table's share was
+// already the directory's finest.
 //
 // A Map value is a snapshot: copying it is O(1) and the copy never changes.
 // Writes go through an Epoch, the identity of one writer's editing session:
@@ -50,6 +49,9 @@ var testHash func(string) uint64
 // several maps hashes it once.
 func Hash(key string) uint64 { return hashOf(key) }
 
+// hashKey is the hash32 of key.
+func hashKey(key string) uint32 { return hash32(hashOf(key)) }
+
 // hashOf is a key's hash.
 func hashOf(key string) uint64 {
 	if testHash != nil {
@@ -68,8 +70,8 @@ type directory[V any] struct {
 	tables []*table[V]
 }
 
-func (d *directory[V]) index(h uint64) int {
-	return int(h >> (64 - uint(d.depth)))
+func (d *directory[V]) index(h uint32) int {
+	return int(h >> (32 - uint(d.depth)))
 }
 
 // span returns the run of entries that point at the table at index i.
@@ -98,7 +100,7 @@ func (m Map[V]) Len() int { return m.size }
 // Get returns the value stored under key.
 func (m Map[V]) Get(key string) (V, bool) {
 	if m.dir != nil {
-		return m.getHashed(hashOf(key), key)
+		return m.getHashed(hashKey(key), key)
 	}
 	var zero V
 	return zero, false
@@ -108,8 +110,8 @@ func (m Map[V]) Get(key string) (V, bool) {
 // built an equal string only for the lookup can keep the stored one.
 func (m Map[V]) GetKey(key string) (stored string, val V, ok bool) {
 	if m.dir != nil {
-		if s := m.slotOf(hashOf(key), key); s != nil {
-			return s.key, s.val, true
+		if s := m.slotOf(hashKey(key), key); s != nil {
+			return s.key(), s.val, true
 		}
 	}
 	return "", val, false
@@ -121,10 +123,10 @@ func (m Map[V]) GetHashed(h uint64, key string) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	return m.getHashed(h, key)
+	return m.getHashed(hash32(h), key)
 }
 
-func (m Map[V]) getHashed(h uint64, key string) (V, bool) {
+func (m Map[V]) getHashed(h uint32, key string) (V, bool) {
 	if s := m.slotOf(h, key); s != nil {
 		return s.val, true
 	}
@@ -132,8 +134,8 @@ func (m Map[V]) getHashed(h uint64, key string) (V, bool) {
 	return zero, false
 }
 
-// slotOf returns the slot holding key, whose hash is h, or nil.
-func (m Map[V]) slotOf(h uint64, key string) *slot[V] {
+// slotOf returns the slot holding key, whose hash32 is h, or nil.
+func (m Map[V]) slotOf(h uint32, key string) *slot[V] {
 	t := m.dir.tables[m.dir.index(h)]
 	if i := t.find(h, key); i >= 0 {
 		return &t.slots[i]
@@ -166,7 +168,8 @@ func (m *Map[V]) Ref(e Epoch, key string) (ref *V, added bool) {
 }
 
 // RefHashed is Ref for a key whose Hash is h.
-func (m *Map[V]) RefHashed(e Epoch, h uint64, key string) (ref *V, added bool) {
+func (m *Map[V]) RefHashed(e Epoch, hash uint64, key string) (ref *V, added bool) {
+	h := hash32(hash)
 	if m.dir == nil {
 		m.dir = &directory[V]{epoch: e, tables: []*table[V]{newTable[V](e, 0, minSlots)}}
 	}
@@ -183,7 +186,7 @@ func (m *Map[V]) RefHashed(e Epoch, h uint64, key string) (ref *V, added bool) {
 		}
 		// A copy of t has the same layout: i and d hold in it.
 		t = m.owned(e, ti)
-		i = t.insertAt(i, d, tagOf(h), slot[V]{key: key})
+		i = t.insertAt(i, newSlot[V](h, key, d))
 		m.size++
 		return &t.slots[i].val, true
 	}
@@ -195,7 +198,7 @@ func (m *Map[V]) Existing(e Epoch, key string) *V {
 	if m.dir == nil {
 		return nil
 	}
-	h := hashOf(key)
+	h := hashKey(key)
 	ti := m.dir.index(h)
 	i := m.dir.tables[ti].find(h, key)
 	if i < 0 {
@@ -211,7 +214,8 @@ func (m *Map[V]) Delete(e Epoch, key string) (V, bool) {
 }
 
 // DeleteHashed is Delete for a key whose Hash is h.
-func (m *Map[V]) DeleteHashed(e Epoch, h uint64, key string) (V, bool) {
+func (m *Map[V]) DeleteHashed(e Epoch, hash uint64, key string) (V, bool) {
+	h := hash32(hash)
 	var zero V
 	if m.dir == nil {
 		return zero, false
@@ -270,7 +274,7 @@ func (m Map[V]) eachTable(fn func(*table[V]) bool) {
 func (m Map[V]) AppendValues(dst []V) []V {
 	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
-			if t.meta[i] != 0 {
+			if t.slots[i].meta() != 0 {
 				dst = append(dst, t.slots[i].val)
 			}
 		}
@@ -284,8 +288,8 @@ func (m Map[V]) AppendValues(dst []V) []V {
 func (m Map[V]) AppendKeys(dst []string) []string {
 	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
-			if t.meta[i] != 0 {
-				dst = append(dst, t.slots[i].key)
+			if t.slots[i].meta() != 0 {
+				dst = append(dst, t.slots[i].key())
 			}
 		}
 		return true
@@ -298,7 +302,7 @@ func (m Map[V]) AppendKeys(dst []string) []string {
 func (m Map[V]) Range(fn func(key string, val V) bool) {
 	m.eachTable(func(t *table[V]) bool {
 		for i := range t.slots {
-			if s := &t.slots[i]; t.meta[i] != 0 && !fn(s.key, s.val) {
+			if s := &t.slots[i]; s.meta() != 0 && !fn(s.key(), s.val) {
 				return false
 			}
 		}
@@ -314,8 +318,8 @@ func AppendValuesOf[V, W any](dst []V, m Map[V], keys Map[W]) []V {
 	}
 	keys.eachTable(func(t *table[W]) bool {
 		for i := range t.slots {
-			if t.meta[i] != 0 {
-				if v, ok := m.Get(t.slots[i].key); ok {
+			if t.slots[i].meta() != 0 {
+				if v, ok := m.Get(t.slots[i].key()); ok {
 					dst = append(dst, v)
 				}
 			}

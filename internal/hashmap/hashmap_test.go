@@ -246,10 +246,10 @@ func checkInvariants[V any](t testing.TB, m Map[V]) {
 		if i+n < len(d.tables) && d.tables[i+n] == tb {
 			t.Fatalf("table at %d runs past its span", i)
 		}
-		if len(tb.slots) < minSlots || len(tb.meta) != len(tb.slots) || 8*tb.used > 7*len(tb.slots) {
-			t.Fatalf("table of %d slots (%d meta bytes) holds %d", len(tb.slots), len(tb.meta), tb.used)
+		if len(tb.slots) < minSlots || 8*tb.used > 7*len(tb.slots) {
+			t.Fatalf("table of %d slots holds %d", len(tb.slots), tb.used)
 		}
-		used := checkTable(t, tb, func(h uint64) bool { return d.index(h)&^(n-1) == lo })
+		used := checkTable(t, tb, func(h uint32) bool { return d.index(h)&^(n-1) == lo })
 		if used != tb.used {
 			t.Fatalf("table counts %d, holds %d", tb.used, used)
 		}
@@ -261,43 +261,48 @@ func checkInvariants[V any](t testing.TB, m Map[V]) {
 	}
 }
 
-// checkTable verifies one table's slots against the keys' hashes, which it
-// does not store: empty slots are zero, each entry's meta byte is its
-// hash's tag and its distance from home (saturated past sat-1), distances never rise by more
-// than one from slot to slot, every key is found where it is, and inTable
-// accepts every hash. It returns the number of entries.
-func checkTable[V any](t testing.TB, tb *table[V], inTable func(uint64) bool) int {
+// checkTable verifies one table's slots against the keys' hashes: empty
+// slots are zero, each entry's stored hash is its key's hash32, its
+// distance byte its distance from home (saturated past sat-1),
+// distances never rise by more than one from slot to slot, every key is
+// found where it is, and inTable accepts every hash32. It returns the
+// number of entries.
+func checkTable[V any](t testing.TB, tb *table[V], inTable func(uint32) bool) int {
 	t.Helper()
 	used := 0
 	// The run that wraps around ends in the last slot.
 	prev := -1
-	if last := len(tb.slots) - 1; tb.meta[last] != 0 {
-		prev = (last - tb.home(hashOf(tb.slots[last].key)) + len(tb.slots)) % len(tb.slots)
+	if last := len(tb.slots) - 1; tb.slots[last].meta() != 0 {
+		prev = (last - tb.home(hashKey(tb.slots[last].key())) + len(tb.slots)) % len(tb.slots)
 	}
 	for k := range tb.slots {
-		s, m := tb.slots[k], tb.meta[k]
+		s := tb.slots[k]
+		m := s.meta()
 		if m == 0 {
-			if s.key != "" {
-				t.Fatalf("empty slot %d holds key %q", k, s.key)
+			if s.kptr != nil || s.info != 0 || s.hash != 0 {
+				t.Fatalf("empty slot %d holds key %q (hash %#x)", k, s.key(), s.hash)
 			}
 			prev = -1
 			continue
 		}
 		used++
-		h := hashOf(s.key)
+		h := hashKey(s.key())
+		if s.hash != h {
+			t.Fatalf("slot %d: stored hash %#x, %q hashes to %#x", k, s.hash, s.key(), h)
+		}
 		if !inTable(h) {
-			t.Fatalf("hash %x of %q in the wrong table", h, s.key)
+			t.Fatalf("hash %x of %q in the wrong table", h, s.key())
 		}
 		dist := (k - tb.home(h) + len(tb.slots)) % len(tb.slots)
-		if m != metaOf(tagOf(h), dist) {
-			t.Fatalf("slot %d: meta %#x for distance %d and hash %#x", k, m, dist, h)
+		if m != metaOf(dist) {
+			t.Fatalf("slot %d: distance byte %#x for distance %d", k, m, dist)
 		}
 		if prev >= 0 && dist > prev+1 {
 			t.Fatalf("slot %d is %d from home after a slot %d from home", k, dist, prev)
 		}
 		prev = dist
-		if got := tb.find(h, s.key); got != k {
-			t.Fatalf("key %q at slot %d is found at %d", s.key, k, got)
+		if got := tb.find(h, s.key()); got != k {
+			t.Fatalf("key %q at slot %d is found at %d", s.key(), k, got)
 		}
 	}
 	return used

@@ -2,16 +2,18 @@ package hashmap
 
 import (
 	"maps"
+	"math/rand"
 	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
 )
 
-// TestSlotsHoldNoHashOrPadding pins the slot sizes the store's memory per
-// object rests on: an item is its key and value, a set member its key
-// alone (a zero-size value placed last would add a padding word).
-func TestSlotsHoldNoHashOrPadding(t *testing.T) {
+// TestSlotsHoldNoPadding pins the slot sizes the store's memory per object
+// rests on: an item is its key and value, a set member its key alone (a
+// zero-size value placed last would add a padding word), the hash bits
+// sharing a word with the key's length.
+func TestSlotsHoldNoPadding(t *testing.T) {
 	if got := unsafe.Sizeof(slot[any]{}); got != 32 {
 		t.Errorf("slot[any] is %d bytes, want 32", got)
 	}
@@ -59,7 +61,7 @@ func distinctTables[V any](m Map[V]) []*table[V] {
 
 // TestSnapshotTablesUnchangedByGrowthAndSplits takes a snapshot, then
 // writes in a new epoch until every table has grown or split, and checks
-// that the snapshot's tables (slots and meta bytes alike) are exactly as
+// that the snapshot's tables (slots and their distance bytes) are exactly as
 // they were.
 func TestSnapshotTablesUnchangedByGrowthAndSplits(t *testing.T) {
 	var m Map[int]
@@ -69,12 +71,11 @@ func TestSnapshotTablesUnchangedByGrowthAndSplits(t *testing.T) {
 	}
 	snapshot := m
 	type copied struct {
-		meta  []uint8
 		slots []slot[int]
 	}
 	before := map[*table[int]]copied{}
 	for _, tb := range distinctTables(snapshot) {
-		before[tb] = copied{slices.Clone(tb.meta), slices.Clone(tb.slots)}
+		before[tb] = copied{slices.Clone(tb.slots)}
 	}
 	e = NewEpoch()
 	for i := range 5000 {
@@ -87,7 +88,7 @@ func TestSnapshotTablesUnchangedByGrowthAndSplits(t *testing.T) {
 		}
 	}
 	for tb, c := range before {
-		if !slices.Equal(tb.meta, c.meta) || !slices.Equal(tb.slots, c.slots) {
+		if !slices.Equal(tb.slots, c.slots) {
 			t.Fatal("a write changed a table of the snapshot")
 		}
 	}
@@ -115,7 +116,7 @@ func TestSplitRehashesEachHalf(t *testing.T) {
 		if tb.depth != 1 {
 			t.Fatalf("half %d has depth %d", half, tb.depth)
 		}
-		if got := checkTable(t, tb, func(h uint64) bool { return int(h>>63) == half }); got != tb.used {
+		if got := checkTable(t, tb, func(h uint32) bool { return int(h>>31) == half }); got != tb.used {
 			t.Fatalf("half %d counts %d, holds %d", half, tb.used, got)
 		}
 		if len(tb.slots) != roomy(tb.used) && len(tb.slots) != roomy(tb.used-1) {
@@ -125,7 +126,7 @@ func TestSplitRehashesEachHalf(t *testing.T) {
 	checkSame(t, m, want)
 }
 
-// TestSaturatedDistances forces one probe run far past what a meta byte
+// TestSaturatedDistances forces one probe run far past what a distance byte
 // counts, then deletes from its head so that every entry moves back across
 // the saturation point, checking the recomputed distances each time.
 func TestSaturatedDistances(t *testing.T) {
@@ -149,4 +150,30 @@ func TestSaturatedDistances(t *testing.T) {
 	}
 	checkSame(t, m, want)
 	checkSame(t, snapshot, snapWant)
+}
+
+// TestBoxedKeys runs the model with keys boxed from three bytes on, as
+// keys of 4 GiB and more are, and checks that they were: most keys are
+// boxed, the shortest are not.
+func TestBoxedKeys(t *testing.T) {
+	old := boxFrom
+	boxFrom = 3
+	t.Cleanup(func() { boxFrom = old })
+	r := rand.New(rand.NewSource(4))
+	for range 50 {
+		runModel(t, randomOps(r, 300))
+	}
+	var m Map[int]
+	e := NewEpoch()
+	for _, k := range []string{"", "k1", "k12", "k123"} {
+		m.Set(e, k, len(k))
+	}
+	for _, tb := range distinctTables(m) {
+		for i := range tb.slots {
+			if s := &tb.slots[i]; s.meta() != 0 && (s.info>>distBits == boxed) != (len(s.key()) >= 3) {
+				t.Errorf("key %q: length field %d", s.key(), s.info>>distBits)
+			}
+		}
+	}
+	checkSame(t, m, map[string]int{"": 0, "k1": 2, "k12": 3, "k123": 4})
 }
