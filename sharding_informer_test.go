@@ -107,15 +107,10 @@ func (g *memberInformerGroup) start(id string) {
 		LeaseDuration: memberTestLease, RenewInterval: memberTestRenew, Handover: memberTestHandoff,
 	})
 	require.NoError(g.t, err)
-	r := &memberInformerReplica{informer: mi, handler: &viewHandler{view: map[string]string{}}, done: make(chan struct{})}
+	r := &memberInformerReplica{informer: mi, handler: &viewHandler{view: map[string]string{}}}
 	require.NoError(g.t, mi.AddEventHandler(r.handler))
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	r.cancel, r.done = runInBackground(mi.Run)
 	g.replicas[id] = r
-	go func() {
-		defer close(r.done)
-		mi.Run(ctx)
-	}()
 }
 
 // crash ends a replica whose Lease stays behind.
@@ -251,12 +246,7 @@ func TestMembershipInformerReadsAndIndexesFollowTheLiveGeneration(t *testing.T) 
 		indexer := mi.GetIndexer()
 		assert.Empty(t, indexer.List(), "nothing before the first shard")
 		assert.Nil(t, mi.ShardedListWatch())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			mi.Run(ctx)
-		}()
+		cancel, done := runInBackground(mi.Run)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.True(t, mi.HasSynced())
