@@ -1,11 +1,13 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +59,34 @@ type shardGeneration struct {
 	synced   chan struct{}                      // closed once informer and regs have synced
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	// narrowed is set once the shard has narrowed: until then every object the informer
+	// passes on is owned, and owns need not hash it.
+	narrowed  atomic.Bool
+	sweepOnce sync.Once // adds the shardSweeper at the first narrowing
+}
+
+// shardSweeper removes from a narrowed generation's cache each object its shard no longer
+// owns. As a handler it sees every object written, which catches the events that had passed
+// the ListerWatcher just before it narrowed. Objects never change shard, so removing one
+// never loses an owned version of it.
+type shardSweeper struct{ g *shardGeneration }
+
+func (s shardSweeper) OnAdd(obj any, _ bool)  { s.sweep(obj) }
+func (s shardSweeper) OnUpdate(_, newObj any) { s.sweep(newObj) }
+func (s shardSweeper) OnDelete(any)           {}
+func (s shardSweeper) sweep(obj any) {
+	if !s.g.owns(obj) {
+		_ = s.g.informer.GetIndexer().Delete(obj) // keyed as it was stored, so it cannot fail
+	}
+}
+
+// owns reports whether obj, or the object a tombstone carries, belongs to g's current shard.
+func (g *shardGeneration) owns(obj any) bool {
+	if tomb, ok := obj.(DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(runtime.Object)
+	return !ok || !g.narrowed.Load() || g.lw.Owns(o)
 }
 
 // NewMembershipInformer returns an informer on lw whose shard follows the Membership built
@@ -124,9 +154,49 @@ func (mi *MembershipInformer) pendingGeneration() *shardGeneration {
 	return mi.pending
 }
 
-// begin starts a generation on shard. The first one serves at once; a later one waits in
+func (mi *MembershipInformer) newestGeneration() *shardGeneration {
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	return cmp.Or(mi.pending, mi.live)
+}
+
+// narrow restricts generation g to shard, which it covers, without a new list: its
+// ListerWatcher drops everything outside shard from now on, each handler is told (or, for a
+// pending g, forgets) the objects left outside, they leave g's cache, and a sweeper removes
+// those that were already on their way into it.
+func (mi *MembershipInformer) narrow(g *shardGeneration, shard Shard) {
+	if err := g.lw.narrow(shard); err != nil { // Membership hands out only valid shards
+		klog.Background().Error(err, "Membership informer: keeping the previous shard")
+		return
+	}
+	g.narrowed.Store(true)
+	mi.mu.Lock()
+	handlers := slices.Clone(mi.handlers)
+	mi.mu.Unlock()
+	for _, h := range handlers {
+		h.narrow(g)
+	}
+	sweeper := shardSweeper{g}
+	for _, obj := range g.informer.GetIndexer().List() {
+		sweeper.sweep(obj)
+	}
+	g.sweepOnce.Do(func() {
+		_, err := g.informer.AddEventHandler(sweeper)
+		if err != nil { // only a stopped informer refuses, and a stopped one holds nothing more
+			klog.Background().V(4).Info("Membership informer: not sweeping a stopped generation", "err", err)
+		}
+	})
+}
+
+// begin moves to shard: by narrowing the newest generation when that already holds every
+// hash of shard (the shrink at the end of a handover, or a range within the old one), else by
+// starting a generation on it. The first generation serves at once; a later one waits in
 // pending for its sync, replacing a pending one that had not synced yet.
 func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
+	if g := mi.newestGeneration(); g != nil && g.lw.covers(shard) {
+		mi.narrow(g, shard)
+		return
+	}
 	slw, err := NewShardedListWatch(mi.base, shard)
 	if err != nil { // Membership hands out only valid shards
 		klog.FromContext(ctx).Error(err, "Membership informer: keeping the previous shard")
@@ -138,7 +208,7 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 		informer: NewSharedIndexInformer(slw, mi.example, mi.resync, maps.Clone(mi.indexers))}
 	handlers := slices.Clone(mi.handlers)
 	for _, h := range handlers {
-		reg, err := g.informer.AddEventHandler(h.from(g.id))
+		reg, err := g.informer.AddEventHandler(h.from(g))
 		if err != nil { // the informer has not started: cannot happen
 			klog.FromContext(ctx).Error(err, "Membership informer: adding a handler")
 			continue
@@ -235,7 +305,7 @@ func (mi *MembershipInformer) AddEventHandler(handler ResourceEventHandler) erro
 		} else {
 			h.next, h.nextView = g.id, map[string]any{}
 		}
-		reg, err := g.informer.AddEventHandler(h.from(g.id))
+		reg, err := g.informer.AddEventHandler(h.from(g))
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,7 +16,10 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/openinformer/cache/fake"
 )
@@ -89,6 +94,7 @@ type memberInformerGroup struct {
 
 type memberInformerReplica struct {
 	informer *MembershipInformer
+	server   *listCounter
 	handler  *viewHandler
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -102,15 +108,44 @@ func newMemberInformerGroup(t *testing.T) *memberInformerGroup {
 }
 
 func (g *memberInformerGroup) start(id string) {
-	mi, err := NewMembershipInformer(g.server, &v1.Pod{}, 0, Indexers{}, MembershipOptions{
+	server := &listCounter{Server: g.server}
+	mi, err := NewMembershipInformer(server, &v1.Pod{}, 0, Indexers{}, MembershipOptions{
 		Client: g.leases, Namespace: "kube-system", Group: "ctrl", Identity: id,
 		LeaseDuration: memberTestLease, RenewInterval: memberTestRenew, Handover: memberTestHandoff,
 	})
 	require.NoError(g.t, err)
-	r := &memberInformerReplica{informer: mi, handler: &viewHandler{view: map[string]string{}}}
+	r := &memberInformerReplica{informer: mi, server: server, handler: &viewHandler{view: map[string]string{}}}
 	require.NoError(g.t, mi.AddEventHandler(r.handler))
 	r.cancel, r.done = runInBackground(mi.Run)
 	g.replicas[id] = r
+}
+
+// listCounter passes a replica's requests to the shared fake.Server and counts its full lists:
+// LISTs and watch-list requests.
+type listCounter struct {
+	*fake.Server
+	lists atomic.Int32
+}
+
+func (c *listCounter) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	c.lists.Add(1)
+	return c.Server.ListWithContext(ctx, options)
+}
+
+func (c *listCounter) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	if ptr.Deref(options.SendInitialEvents, false) {
+		c.lists.Add(1)
+	}
+	return c.Server.WatchWithContext(ctx, options)
+}
+
+// listsSince returns, per replica, the full lists it made since the previous call.
+func (g *memberInformerGroup) listsSince() map[string]int {
+	lists := map[string]int{}
+	for id, r := range g.replicas {
+		lists[id] = int(r.server.lists.Swap(0))
+	}
+	return lists
 }
 
 // crash ends a replica whose Lease stays behind.
@@ -233,6 +268,57 @@ func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 		g.run(memberTestHandoff + time.Second)
 		assert.Empty(t, g.replicas, "every Run returned")
 	})
+}
+
+// A membership change costs each replica at most one full list: none when its new range lies
+// within what it holds, one for the union when it gains hashes; the shrink at the end of the
+// handover filters the cache it has. Replicas in identity order, ranges in quarters/thirds:
+// a 0-1/3 -> 0-1/4 shrinks; b and c move to ranges that overlap their old ones; d is new.
+func TestMembershipInformerChangeCostsAtMostOneListPerReplica(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synctest.Test(t, func(t *testing.T) {
+		g := newMemberInformerGroup(t)
+		for _, id := range []string{"a", "b", "c"} {
+			g.start(id)
+		}
+		g.run(memberTestRenew + memberTestHandoff + time.Second)
+		g.settled("3 replicas")
+		g.assertShards(3)
+		g.listsSince()
+
+		g.start("d")
+		g.run(2*memberTestRenew + memberTestHandoff)
+		g.settled("4 replicas")
+		g.assertShards(4)
+		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 1, "d": 1}, g.listsSince(), "full lists per replica for a join")
+
+		g.replicas["d"].cancel()
+		g.run(2*memberTestRenew + memberTestHandoff)
+		g.settled("back to 3 replicas")
+		g.assertShards(3)
+		assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, g.listsSince(), "full lists per replica for a leave")
+
+		for _, r := range g.replicas {
+			r.cancel()
+		}
+		g.run(memberTestHandoff + time.Second)
+	})
+}
+
+// assertShards asserts that every replica's live generation selects exactly its even range of n.
+func (g *memberInformerGroup) assertShards(n int) {
+	g.t.Helper()
+	ids := slices.Sorted(maps.Keys(g.replicas))
+	require.Len(g.t, ids, n)
+	for i, id := range ids {
+		r, err := EvenShardRange(i, n)
+		require.NoError(g.t, err)
+		want, err := Shard{Ranges: []ShardRange{r}}.Selector()
+		require.NoError(g.t, err)
+		lw := g.replicas[id].informer.ShardedListWatch()
+		assert.Equal(g.t, want, lw.Selector(), "%s's shard", id)
+		assert.Equal(g.t, ShardModeServer, lw.Mode(), "%s: events of the ranges narrowed away are not taken for a server ignoring the selector", id)
+	}
 }
 
 func TestMembershipInformerReadsAndIndexesFollowTheLiveGeneration(t *testing.T) {
