@@ -211,7 +211,7 @@ func (g *memberInformerGroup) sample() {
 }
 
 // settled asserts an exact partition of the server's objects, handlers that agree with their
-// caches, and resets the maxima.
+// caches, each replica on exactly its even range, and resets the maxima.
 func (g *memberInformerGroup) settled(what string) {
 	g.t.Helper()
 	for key := range g.unowned {
@@ -230,9 +230,16 @@ func (g *memberInformerGroup) settled(what string) {
 		assert.Equal(g.t, cached, maps.Clone(r.handler.view), "%s: %s's handler agrees with its cache", what, id)
 		r.handler.mu.Unlock()
 	}
+	g.assertShards()
 	g.maxGap, g.maxShare = 0, 0
 }
 
+// Each step also counts the full lists (LIST or watch-list) each replica makes: a membership
+// change costs a replica one for the union when it gains hashes, none when its new range lies
+// within the old one, and none for the shrink at the end of the handover, which narrows the
+// cache it has. Replicas in identity order: on d's join a's third shrinks to a quarter, b's and
+// c's ranges move (overlapping the old ones), d starts; on the leave a, b and c all gain; on
+// b's crash a and c gain.
 func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -242,6 +249,7 @@ func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 		}
 		g.run(memberTestRenew + memberTestHandoff + time.Second)
 		g.settled("3 replicas")
+		g.listsSince()
 
 		g.start("d")
 		g.run(2*memberTestRenew + memberTestHandoff)
@@ -249,18 +257,21 @@ func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 		assert.NotZero(t, g.maxShare, "the handover overlaps")
 		assert.LessOrEqual(t, g.maxShare, memberTestRenew+memberTestHandoff+time.Second, "a join's overlap is bounded")
 		g.settled("4 replicas")
+		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 1, "d": 1}, g.listsSince(), "full lists per replica for a join")
 
 		g.replicas["d"].cancel()
 		g.run(2*memberTestRenew + memberTestHandoff)
 		assert.Zero(t, g.maxGap, "a graceful leave leaves no object unowned")
 		assert.LessOrEqual(t, g.maxShare, memberTestRenew+memberTestHandoff+time.Second, "a leave's overlap is bounded")
 		g.settled("back to 3 replicas")
+		assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, g.listsSince(), "full lists per replica for a leave")
 
 		g.crash("b")
 		g.run(memberTestLease + 2*memberTestRenew + memberTestHandoff)
 		assert.NotZero(t, g.maxGap, "a crashed replica's objects wait for its Lease to expire")
 		assert.LessOrEqual(t, g.maxGap, memberTestLease+memberTestRenew+time.Second, "a crash's gap is bounded")
 		g.settled("2 replicas after a crash")
+		assert.Equal(t, map[string]int{"a": 1, "c": 1}, g.listsSince(), "full lists per replica after a crash")
 
 		for _, r := range g.replicas {
 			r.cancel()
@@ -270,48 +281,12 @@ func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 	})
 }
 
-// A membership change costs each replica at most one full list: none when its new range lies
-// within what it holds, one for the union when it gains hashes; the shrink at the end of the
-// handover filters the cache it has. Replicas in identity order, ranges in quarters/thirds:
-// a 0-1/3 -> 0-1/4 shrinks; b and c move to ranges that overlap their old ones; d is new.
-func TestMembershipInformerChangeCostsAtMostOneListPerReplica(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	synctest.Test(t, func(t *testing.T) {
-		g := newMemberInformerGroup(t)
-		for _, id := range []string{"a", "b", "c"} {
-			g.start(id)
-		}
-		g.run(memberTestRenew + memberTestHandoff + time.Second)
-		g.settled("3 replicas")
-		g.assertShards(3)
-		g.listsSince()
-
-		g.start("d")
-		g.run(2*memberTestRenew + memberTestHandoff)
-		g.settled("4 replicas")
-		g.assertShards(4)
-		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 1, "d": 1}, g.listsSince(), "full lists per replica for a join")
-
-		g.replicas["d"].cancel()
-		g.run(2*memberTestRenew + memberTestHandoff)
-		g.settled("back to 3 replicas")
-		g.assertShards(3)
-		assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, g.listsSince(), "full lists per replica for a leave")
-
-		for _, r := range g.replicas {
-			r.cancel()
-		}
-		g.run(memberTestHandoff + time.Second)
-	})
-}
-
-// assertShards asserts that every replica's live generation selects exactly its even range of n.
-func (g *memberInformerGroup) assertShards(n int) {
+// assertShards asserts that every replica's live generation selects exactly its even range.
+func (g *memberInformerGroup) assertShards() {
 	g.t.Helper()
 	ids := slices.Sorted(maps.Keys(g.replicas))
-	require.Len(g.t, ids, n)
 	for i, id := range ids {
-		r, err := EvenShardRange(i, n)
+		r, err := EvenShardRange(i, len(ids))
 		require.NoError(g.t, err)
 		want, err := Shard{Ranges: []ShardRange{r}}.Selector()
 		require.NoError(g.t, err)
