@@ -19,18 +19,21 @@ import (
 // much to a handover.
 const shardSyncPoll = 100 * time.Millisecond
 
-// MembershipInformer is an informer whose shard follows a Membership. Each shard the
-// Membership hands out gets its own informer on a ShardedListWatch (a generation); the
+// MembershipInformer is an informer whose shard follows a Membership. A shard the Membership
+// hands out that adds hashes gets its own informer on a ShardedListWatch (a generation); the
 // previous generation keeps serving reads and handlers until the new one has synced, then
 // stops (make before break), so a handover adds no ownership gap beyond the new informer's
-// sync time.
+// sync time. A shard within the newest generation's (the shrink at the end of a handover, or
+// a range inside the old one) narrows that generation instead, without a new list: each
+// membership change costs at most one full list.
 //
 // Handlers added with AddEventHandler survive the switches: they see the live generation's
 // notifications, and at a switch the difference between what they saw and the new
 // generation's cache: an add for every object gained, an update for every object whose
 // version moved on, and a delete with a DeletedFinalStateUnknown for every object the new
-// generation does not hold. Such a delete means either that the object left the server or
-// that it moved to another replica's shard, which handles it from now on;
+// generation does not hold; a narrowing likewise deletes every object left outside. Such a
+// delete means either that the object left the server or that it moved to another replica's
+// shard, which handles it from now on;
 // ShardedListWatch().Owns(tombstone.Obj) is false for the second. So a handler's view always
 // follows the store, as with a plain informer. To compute the difference each handler keeps
 // the key and latest object of everything it was told about.
