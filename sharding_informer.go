@@ -25,7 +25,8 @@ const shardSyncPoll = 100 * time.Millisecond
 // stops (make before break), so a handover adds no ownership gap beyond the new informer's
 // sync time. A shard within the newest generation's (the shrink at the end of a handover, or
 // a range inside the old one) narrows that generation instead, without a new list: each
-// membership change costs at most one full list.
+// membership change costs at most one full list. A narrowing that drops hashes waits as long
+// as this replica's latest sync took, since the replicas taking them over must sync first.
 //
 // Handlers added with AddEventHandler survive the switches: they see the live generation's
 // notifications, and at a switch the difference between what they saw and the new
@@ -51,6 +52,18 @@ type MembershipInformer struct {
 	pending  *shardGeneration
 	handlers []*shardHandler
 	lastID   uint64
+
+	syncTook atomic.Int64       // how long the latest generation took to sync, in nanoseconds
+	deferred *deferredNarrowing // owned by Run's goroutine
+}
+
+// deferredNarrowing is a narrowing that drops hashes, waiting until timer fires: the replicas
+// taking those hashes over must first sync them, which can outlast the Handover on a loaded
+// machine, so the narrowing waits as long as this replica's latest sync took.
+type deferredNarrowing struct {
+	g     *shardGeneration
+	shard Shard
+	timer *time.Timer
 }
 
 // shardGeneration is one informer on one shard.
@@ -140,11 +153,19 @@ func (mi *MembershipInformer) Run(ctx context.Context) {
 		if p := mi.pendingGeneration(); p != nil {
 			synced = p.synced
 		}
+		var narrowDue <-chan time.Time
+		if mi.deferred != nil {
+			narrowDue = mi.deferred.timer.C
+		}
 		select {
 		case shard := <-mi.shards:
 			mi.begin(informerCtx, shard)
 		case <-synced:
 			mi.promote()
+		case <-narrowDue:
+			d := mi.deferred
+			mi.deferred = nil
+			mi.narrow(d.g, d.shard)
 		case <-membershipDone:
 			return
 		}
@@ -161,6 +182,24 @@ func (mi *MembershipInformer) newestGeneration() *shardGeneration {
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
 	return cmp.Or(mi.pending, mi.live)
+}
+
+// narrowSoon narrows g to shard now when that drops no hash, else after the latest sync time
+// (see deferredNarrowing).
+func (mi *MembershipInformer) narrowSoon(g *shardGeneration, shard Shard) {
+	wait := time.Duration(mi.syncTook.Load())
+	if wait <= 0 || shard.covers(g.lw.shard()) {
+		mi.narrow(g, shard)
+		return
+	}
+	mi.deferred = &deferredNarrowing{g: g, shard: shard, timer: time.NewTimer(wait)}
+}
+
+func (mi *MembershipInformer) cancelDeferredNarrowing() {
+	if mi.deferred != nil {
+		mi.deferred.timer.Stop()
+		mi.deferred = nil
+	}
 }
 
 // narrow restricts generation g to shard, which it covers, without a new list: its
@@ -196,8 +235,9 @@ func (mi *MembershipInformer) narrow(g *shardGeneration, shard Shard) {
 // starting a generation on it. The first generation serves at once; a later one waits in
 // pending for its sync, replacing a pending one that had not synced yet.
 func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
-	if g := mi.newestGeneration(); g != nil && g.lw.covers(shard) {
-		mi.narrow(g, shard)
+	mi.cancelDeferredNarrowing() // shard supersedes it
+	if g := mi.newestGeneration(); g != nil && g.lw.shard().covers(shard) {
+		mi.narrowSoon(g, shard)
 		return
 	}
 	slw, err := NewShardedListWatch(mi.base, shard)
@@ -231,7 +271,7 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 	if replaced != nil {
 		replaced.stop()
 	}
-	g.start(ctx, func() bool { return mi.generationSynced(g) })
+	g.start(ctx, func() bool { return mi.generationSynced(g) }, func(took time.Duration) { mi.syncTook.Store(int64(took)) })
 }
 
 // promote makes the synced pending generation the live one, brings every handler up to its
@@ -249,6 +289,7 @@ func (mi *MembershipInformer) promote() {
 }
 
 func (mi *MembershipInformer) stopAll() {
+	mi.cancelDeferredNarrowing()
 	mi.mu.Lock()
 	live, pending := mi.live, mi.pending
 	mi.mu.Unlock()
@@ -274,13 +315,16 @@ func (mi *MembershipInformer) generationSynced(g *shardGeneration) bool {
 	return true
 }
 
-// start runs the generation's informer and closes synced once it and its handlers have synced.
-func (g *shardGeneration) start(ctx context.Context, hasSynced func() bool) {
+// start runs the generation's informer and closes synced once it and its handlers have synced,
+// telling tookToSync how long that took.
+func (g *shardGeneration) start(ctx context.Context, hasSynced func() bool, tookToSync func(time.Duration)) {
 	ctx, g.cancel = context.WithCancel(ctx)
+	began := time.Now()
 	g.wg.Go(func() { g.informer.RunWithContext(ctx) })
 	g.wg.Go(func() {
 		err := wait.PollUntilContextCancel(ctx, shardSyncPoll, true, func(context.Context) (bool, error) { return hasSynced(), nil })
 		if err == nil {
+			tookToSync(time.Since(began))
 			close(g.synced)
 		}
 	})

@@ -110,10 +110,8 @@ func (s *ShardedListWatch) narrow(shard Shard) error {
 	return nil
 }
 
-// covers reports whether every hash of shard lies within the current shard.
-func (s *ShardedListWatch) covers(shard Shard) bool {
-	return s.filter.Load().shard.covers(shard)
-}
+// shard returns the current shard.
+func (s *ShardedListWatch) shard() Shard { return s.filter.Load().shard }
 
 // Selector returns the shard selector expression sent to the server.
 func (s *ShardedListWatch) Selector() string { return s.filter.Load().expr }
