@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	cache "github.com/openinformer/cache"
 	"github.com/openinformer/cache/fake"
@@ -40,7 +41,7 @@ func ExampleNewSharedIndexInformer() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); informer.RunWithContext(ctx) }()
-	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+	cache.WaitFor(ctx, "", informer.HasSyncedChecker()) // wakes on sync, where WaitForCacheSync polls every 100ms
 
 	_, _ = server.Delete("default", "web-1")
 	fmt.Println("deleted", <-deleted)
@@ -71,14 +72,29 @@ func ExampleNewIndexer() {
 
 // The fake API server injects the faults of a real cluster. Here every
 // watch is dropped and history compacted, so a client resuming from an old
-// resource version gets 410 Gone and must relist.
-func ExampleNewSharedIndexInformer_relistAfterGone() {
+// resource version gets 410 Gone and must relist. The Reflector under every
+// informer does that after one step of its backoff (at least 800ms by
+// default); the Backoff option shortens it.
+func ExampleNewReflectorWithOptions_relistAfterGone() {
 	server := fake.MustNew(fake.Options{Object: &corev1.Pod{}})
-	informer := cache.NewSharedIndexInformer(server, &corev1.Pod{}, 0, cache.Indexers{})
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	reflector := cache.NewReflectorWithOptions(server, &corev1.Pod{}, store, cache.ReflectorOptions{
+		Backoff: &wait.Backoff{Duration: time.Millisecond},
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); informer.RunWithContext(ctx) }()
-	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+	go func() { defer close(done); reflector.RunWithContext(ctx) }()
+	waitFor := func(keys int) {
+		for len(store.ListKeys()) != keys {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// A watch that ends quickly without delivering anything is retried as a
+	// new list, so let this one deliver two events first.
+	_, _ = server.Create(examplePod("default", "seen-by-the-watch"))
+	waitFor(1)
+	_, _ = server.Delete("default", "seen-by-the-watch")
+	waitFor(0)
 
 	release := server.HoldEvents()
 	_, _ = server.Create(examplePod("default", "missed-by-the-watch"))
@@ -86,10 +102,8 @@ func ExampleNewSharedIndexInformer_relistAfterGone() {
 	server.CloseWatches()
 	release()
 
-	for len(informer.GetStore().ListKeys()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	fmt.Println(informer.GetStore().ListKeys())
+	waitFor(1)
+	fmt.Println(store.ListKeys())
 	cancel()
 	<-done
 	// Output:

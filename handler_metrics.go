@@ -10,7 +10,9 @@ type HandlerMetricsProvider interface {
 	// the handler (for a collapsed backlog: how many keys are to be resynced).
 	NewPendingNotificationsMetric(id InformerNameAndResource, handler string) GaugeMetric
 	// NewOldestPendingAgeMetric tracks the age in seconds of the oldest
-	// notification waiting for the handler.
+	// notification the handler has not finished: the one it is in, else
+	// the oldest waiting. It is brought up to date every second, so it
+	// keeps rising while a handler is stuck in one call.
 	NewOldestPendingAgeMetric(id InformerNameAndResource, handler string) GaugeMetric
 	// NewBacklogCollapsesMetric counts how often the handler's backlog hit
 	// its bound and was collapsed into a resync.
@@ -29,8 +31,9 @@ func SetHandlerMetricsProvider(p HandlerMetricsProvider) {
 }
 
 // listenerMetrics are one handler's lag metrics, no-ops without a provider.
-// enabled is false when the age metric is off (metricOff): it is consulted
-// only to skip the clock read per delivered batch that feeds that metric.
+// enabled is false when the age metric is off (metricOff): the clock read
+// per delivered batch and the lag refresher that feed that metric are then
+// skipped.
 type listenerMetrics struct {
 	enabled   bool
 	pending   GaugeMetric

@@ -55,7 +55,7 @@ func (t *handlerSyncTracker) Done() <-chan struct{} { return t.done }
 // the warnings' rate limits; it is taken by the distributing side with the
 // processor's lock held and by the listener's goroutine alone, and nothing
 // is locked inside it. The resync bookkeeping belongs to the processor's
-// lock; waiting and waitingSince are atomics written by run only.
+// lock; waiting and inFlight are atomics written by run without the lock.
 type processorListener struct {
 	handler ResourceEventHandler
 	name    string
@@ -82,11 +82,15 @@ type processorListener struct {
 	finished chan struct{} // closed when run returns (or at removal if never run)
 
 	// waiting counts the notifications run has taken from pending but not
-	// yet started, and waitingSince is when the oldest of them was
-	// distributed: the lag seen by add includes them. Written by run
-	// without the lock, so that a batch costs one lock.
-	waiting      atomic.Int64
-	waitingSince atomic.Uint32
+	// yet started: the pending count includes them. inFlight is
+	// inFlightMark plus the stamp of the notification the handler is in,
+	// or 0 (see listener_lag.go): the lag includes it and so the taken
+	// ones after it. run writes both without the lock, so that a batch
+	// costs one lock; next sets inFlight under the lock when it takes a
+	// batch and clears it when it finds none, so that it never reads 0
+	// while taken notifications wait.
+	waiting  atomic.Int64
+	inFlight atomic.Uint64
 
 	mu       sync.Mutex
 	pending  deque.Blocks[notification]
@@ -182,11 +186,8 @@ func (l *processorListener) queueLocked(n notification, now time.Duration) {
 // with l.mu held, on the distributing side, so a handler stuck inside a call
 // is still reported.
 func (l *processorListener) observeLag(now time.Duration) {
-	oldest, waiting := l.pending.Front().enqueued, int(l.waiting.Load())
-	if waiting > 0 {
-		oldest = stamp(l.waitingSince.Load())
-	}
-	age, pending := oldest.age(now), l.pending.Len()+waiting
+	oldest, _ := l.oldestLocked() // the queue is not empty
+	age, pending := oldest.age(now), l.pending.Len()+int(l.waiting.Load())
 	l.metrics.pending.Set(float64(pending))
 	l.metrics.oldestAge.Set(age.Seconds())
 	threshold := l.cfg.slowThreshold
@@ -206,6 +207,9 @@ const listenerBatch = 64
 // run delivers notifications until the listener is stopped.
 func (l *processorListener) run() {
 	defer close(l.finished)
+	if l.metrics.enabled {
+		defer l.startLagRefresher()()
+	}
 	var batch [listenerBatch]notification
 	for {
 		n, state := l.next(batch[:])
@@ -245,12 +249,14 @@ func (l *processorListener) next(dst []notification) (int, listenerState) {
 		return 0, listenerStopped
 	}
 	if n := l.pending.PopFrontInto(dst); n > 0 {
+		l.markInFlight(&dst[0])
 		l.metrics.pending.Set(float64(l.pending.Len() + n - 1))
 		if l.metrics.enabled {
 			l.metrics.oldestAge.Set(dst[0].enqueued.age(l.cfg.clock.Since(l.cfg.epoch)).Seconds())
 		}
 		return n, listenerReady
 	}
+	l.inFlight.Store(0)
 	if l.overflow != nil {
 		return 0, listenerOverflowed
 	}
@@ -270,6 +276,7 @@ func (l *processorListener) deliverAll(ns []notification) bool {
 		default:
 		}
 		l.markWaiting(ns[i+1:])
+		l.markInFlight(&ns[i])
 		l.deliver(ns[i])
 		ns[i] = notification{}
 	}
@@ -278,9 +285,6 @@ func (l *processorListener) deliverAll(ns []notification) bool {
 
 // markWaiting records rest, the taken notifications not yet started.
 func (l *processorListener) markWaiting(rest []notification) {
-	if len(rest) > 0 {
-		l.waitingSince.Store(uint32(rest[0].enqueued))
-	}
 	l.waiting.Store(int64(len(rest)))
 }
 

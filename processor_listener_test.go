@@ -422,6 +422,32 @@ func TestHandlerLagCountsNotificationsTakenIntoABatch(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
+// A handler stuck in one call while nothing new arrives: the age gauge keeps advancing, from
+// the notification it is stuck on, and with others waiting behind it.
+func TestHandlerLagAgeAdvancesWhileTheHandlerIsStuck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, m, r := newGatedLagListener()
+		stop := p.start()
+		p.upsert(newTestPod("ns", "a", "1"))
+		synctest.Wait() // stuck in the first call, nothing pending
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, 0.0, m.pending.Load())
+		assert.Equal(t, 30.0, m.age.Load(), "age of the notification the handler is stuck on")
+		p.upsert(newTestPod("ns", "a", "2"))
+		time.Sleep(15*time.Second + lagRefreshInterval/2)
+		synctest.Wait()
+		assert.Equal(t, 1.0, m.pending.Load())
+		assert.Equal(t, 45.0, m.age.Load(), "refreshed every lagRefreshInterval")
+		releaseAndExpectNoLag(t, r, m, 2)
+		time.Sleep(5 * lagRefreshInterval)
+		synctest.Wait()
+		assert.Equal(t, 0.0, m.age.Load(), "an idle handler's refreshes leave the gauge at zero")
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
 func TestSlowHandlerWarningNamesHandlerAndIsRateLimited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out syncBuffer

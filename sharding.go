@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 
 	apisharding "k8s.io/apimachinery/pkg/sharding"
@@ -135,4 +137,54 @@ func validHashBound(v string, end bool) error {
 		return fmt.Errorf("%q is not a 0x-prefixed 16-digit lower-case hex value", v)
 	}
 	return nil
+}
+
+// covers reports whether every hash of inner lies in one of s's ranges or in adjacent ones,
+// both shards hashing the same field.
+func (s Shard) covers(inner Shard) bool {
+	if cmp.Or(s.Field, ShardByUID) != cmp.Or(inner.Field, ShardByUID) {
+		return false
+	}
+	outer, err := s.ranges()
+	if err != nil {
+		return false
+	}
+	want, err := inner.ranges()
+	if err != nil {
+		return false
+	}
+	outer = slices.SortedFunc(slices.Values(outer), func(a, b ShardRange) int { return hexCompare(a.Start, b.Start) })
+	for _, r := range want {
+		if !rangesCover(outer, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// rangesCover reports whether ranges, sorted by start, cover r without a gap.
+func rangesCover(ranges []ShardRange, r ShardRange) bool {
+	reached := r.Start // every hash before reached is covered
+	for _, o := range ranges {
+		if apisharding.HexLess(reached, o.Start) {
+			break
+		}
+		if apisharding.HexLess(reached, o.End) {
+			reached = o.End
+		}
+		if !apisharding.HexLess(reached, r.End) {
+			return true
+		}
+	}
+	return false
+}
+
+func hexCompare(a, b string) int {
+	switch {
+	case apisharding.HexLess(a, b):
+		return -1
+	case apisharding.HexLess(b, a):
+		return 1
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,39 +22,46 @@ type shardHandler struct {
 
 // shardStream is what one generation's informer calls for one shardHandler.
 type shardStream struct {
-	h   *shardHandler
-	gen uint64
+	h *shardHandler
+	g *shardGeneration
 }
 
-func (h *shardHandler) from(gen uint64) ResourceEventHandler { return shardStream{h, gen} }
+func (h *shardHandler) from(g *shardGeneration) ResourceEventHandler { return shardStream{h, g} }
 
 func (s shardStream) OnAdd(obj any, isInInitialList bool) {
-	s.h.notify(s.gen, obj, false, func() { s.h.handler.OnAdd(obj, isInInitialList) })
+	s.h.notify(s.g, obj, false, func() { s.h.handler.OnAdd(obj, isInInitialList) })
 }
 
 func (s shardStream) OnUpdate(oldObj, newObj any) {
-	s.h.notify(s.gen, newObj, false, func() { s.h.handler.OnUpdate(oldObj, newObj) })
+	s.h.notify(s.g, newObj, false, func() { s.h.handler.OnUpdate(oldObj, newObj) })
 }
 
 func (s shardStream) OnDelete(obj any) {
-	s.h.notify(s.gen, obj, true, func() { s.h.handler.OnDelete(obj) })
+	s.h.notify(s.g, obj, true, func() { s.h.handler.OnDelete(obj) })
 }
 
 // notify records obj in the view of the generation it came from and, for the live one,
-// passes it on.
-func (h *shardHandler) notify(gen uint64, obj any, deleted bool, deliver func()) {
+// passes it on. An object the generation's shard has been narrowed away from is dropped: the
+// handler was told it left when the shard narrowed (see narrow), and checking under mu
+// orders the two.
+func (h *shardHandler) notify(g *shardGeneration, obj any, deleted bool, deliver func()) {
 	key, keyErr := DeletionHandlingMetaNamespaceKeyFunc(obj)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var view map[string]any
-	switch gen {
+	switch g.id {
 	case h.live:
 		view = h.view
-		defer deliver()
 	case h.next:
 		view = h.nextView
 	default: // a generation already replaced
 		return
+	}
+	if !g.owns(obj) {
+		return
+	}
+	if g.id == h.live {
+		defer deliver()
 	}
 	switch {
 	case keyErr != nil: // nothing to track; the informer reported it already
@@ -74,6 +82,24 @@ func (h *shardHandler) expect(gen uint64, live bool) {
 		return
 	}
 	h.next, h.nextView = gen, map[string]any{}
+}
+
+// narrow follows generation g's shard after it narrowed: each object outside it leaves the
+// live view with a DeletedFinalStateUnknown, as at a switch, or leaves the pending view.
+func (h *shardHandler) narrow(g *shardGeneration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch g.id {
+	case h.live:
+		for key, obj := range h.view {
+			if !g.owns(obj) {
+				delete(h.view, key)
+				h.handler.OnDelete(DeletedFinalStateUnknown{Key: key, Obj: obj})
+			}
+		}
+	case h.next:
+		maps.DeleteFunc(h.nextView, func(_ string, obj any) bool { return !g.owns(obj) })
+	}
 }
 
 // promote switches the handler to generation gen, telling it what differs between what it

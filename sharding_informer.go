@@ -1,11 +1,13 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,18 +19,22 @@ import (
 // much to a handover.
 const shardSyncPoll = 100 * time.Millisecond
 
-// MembershipInformer is an informer whose shard follows a Membership. Each shard the
-// Membership hands out gets its own informer on a ShardedListWatch (a generation); the
+// MembershipInformer is an informer whose shard follows a Membership. A shard the Membership
+// hands out that adds hashes gets its own informer on a ShardedListWatch (a generation); the
 // previous generation keeps serving reads and handlers until the new one has synced, then
 // stops (make before break), so a handover adds no ownership gap beyond the new informer's
-// sync time.
+// sync time. A shard within the newest generation's (the shrink at the end of a handover, or
+// a range inside the old one) narrows that generation instead, without a new list: each
+// membership change costs at most one full list. A narrowing that drops hashes waits as long
+// as this replica's latest sync took, since the replicas taking them over must sync first.
 //
 // Handlers added with AddEventHandler survive the switches: they see the live generation's
 // notifications, and at a switch the difference between what they saw and the new
 // generation's cache: an add for every object gained, an update for every object whose
 // version moved on, and a delete with a DeletedFinalStateUnknown for every object the new
-// generation does not hold. Such a delete means either that the object left the server or
-// that it moved to another replica's shard, which handles it from now on;
+// generation does not hold; a narrowing likewise deletes every object left outside. Such a
+// delete means either that the object left the server or that it moved to another replica's
+// shard, which handles it from now on;
 // ShardedListWatch().Owns(tombstone.Obj) is false for the second. So a handler's view always
 // follows the store, as with a plain informer. To compute the difference each handler keeps
 // the key and latest object of everything it was told about.
@@ -46,6 +52,18 @@ type MembershipInformer struct {
 	pending  *shardGeneration
 	handlers []*shardHandler
 	lastID   uint64
+
+	syncTook atomic.Int64       // how long the latest generation took to sync, in nanoseconds
+	deferred *deferredNarrowing // owned by Run's goroutine
+}
+
+// deferredNarrowing is a narrowing that drops hashes, waiting until timer fires: the replicas
+// taking those hashes over must first sync them, which can outlast the Handover on a loaded
+// machine, so the narrowing waits as long as this replica's latest sync took.
+type deferredNarrowing struct {
+	g     *shardGeneration
+	shard Shard
+	timer *time.Timer
 }
 
 // shardGeneration is one informer on one shard.
@@ -57,6 +75,34 @@ type shardGeneration struct {
 	synced   chan struct{}                      // closed once informer and regs have synced
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	// narrowed is set once the shard has narrowed: until then every object the informer
+	// passes on is owned, and owns need not hash it.
+	narrowed  atomic.Bool
+	sweepOnce sync.Once // adds the shardSweeper at the first narrowing
+}
+
+// shardSweeper removes from a narrowed generation's cache each object its shard no longer
+// owns. As a handler it sees every object written, which catches the events that had passed
+// the ListerWatcher just before it narrowed. Objects never change shard, so removing one
+// never loses an owned version of it.
+type shardSweeper struct{ g *shardGeneration }
+
+func (s shardSweeper) OnAdd(obj any, _ bool)  { s.sweep(obj) }
+func (s shardSweeper) OnUpdate(_, newObj any) { s.sweep(newObj) }
+func (s shardSweeper) OnDelete(any)           {}
+func (s shardSweeper) sweep(obj any) {
+	if !s.g.owns(obj) {
+		_ = s.g.informer.GetIndexer().Delete(obj) // keyed as it was stored, so it cannot fail
+	}
+}
+
+// owns reports whether obj, or the object a tombstone carries, belongs to g's current shard.
+func (g *shardGeneration) owns(obj any) bool {
+	if tomb, ok := obj.(DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(runtime.Object)
+	return !ok || !g.narrowed.Load() || g.lw.Owns(o)
 }
 
 // NewMembershipInformer returns an informer on lw whose shard follows the Membership built
@@ -107,11 +153,19 @@ func (mi *MembershipInformer) Run(ctx context.Context) {
 		if p := mi.pendingGeneration(); p != nil {
 			synced = p.synced
 		}
+		var narrowDue <-chan time.Time
+		if mi.deferred != nil {
+			narrowDue = mi.deferred.timer.C
+		}
 		select {
 		case shard := <-mi.shards:
 			mi.begin(informerCtx, shard)
 		case <-synced:
 			mi.promote()
+		case <-narrowDue:
+			d := mi.deferred
+			mi.deferred = nil
+			mi.narrow(d.g, d.shard)
 		case <-membershipDone:
 			return
 		}
@@ -124,9 +178,68 @@ func (mi *MembershipInformer) pendingGeneration() *shardGeneration {
 	return mi.pending
 }
 
-// begin starts a generation on shard. The first one serves at once; a later one waits in
+func (mi *MembershipInformer) newestGeneration() *shardGeneration {
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	return cmp.Or(mi.pending, mi.live)
+}
+
+// narrowSoon narrows g to shard now when that drops no hash, else after the latest sync time
+// (see deferredNarrowing).
+func (mi *MembershipInformer) narrowSoon(g *shardGeneration, shard Shard) {
+	wait := time.Duration(mi.syncTook.Load())
+	if wait <= 0 || shard.covers(g.lw.shard()) {
+		mi.narrow(g, shard)
+		return
+	}
+	mi.deferred = &deferredNarrowing{g: g, shard: shard, timer: time.NewTimer(wait)}
+}
+
+func (mi *MembershipInformer) cancelDeferredNarrowing() {
+	if mi.deferred != nil {
+		mi.deferred.timer.Stop()
+		mi.deferred = nil
+	}
+}
+
+// narrow restricts generation g to shard, which it covers, without a new list: its
+// ListerWatcher drops everything outside shard from now on, each handler is told (or, for a
+// pending g, forgets) the objects left outside, they leave g's cache, and a sweeper removes
+// those that were already on their way into it.
+func (mi *MembershipInformer) narrow(g *shardGeneration, shard Shard) {
+	if err := g.lw.narrow(shard); err != nil { // Membership hands out only valid shards
+		klog.Background().Error(err, "Membership informer: keeping the previous shard")
+		return
+	}
+	g.narrowed.Store(true)
+	mi.mu.Lock()
+	handlers := slices.Clone(mi.handlers)
+	mi.mu.Unlock()
+	for _, h := range handlers {
+		h.narrow(g)
+	}
+	sweeper := shardSweeper{g}
+	for _, obj := range g.informer.GetIndexer().List() {
+		sweeper.sweep(obj)
+	}
+	g.sweepOnce.Do(func() {
+		_, err := g.informer.AddEventHandler(sweeper)
+		if err != nil { // only a stopped informer refuses, and a stopped one holds nothing more
+			klog.Background().V(4).Info("Membership informer: not sweeping a stopped generation", "err", err)
+		}
+	})
+}
+
+// begin moves to shard: by narrowing the newest generation when that already holds every
+// hash of shard (the shrink at the end of a handover, or a range within the old one), else by
+// starting a generation on it. The first generation serves at once; a later one waits in
 // pending for its sync, replacing a pending one that had not synced yet.
 func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
+	mi.cancelDeferredNarrowing() // shard supersedes it
+	if g := mi.newestGeneration(); g != nil && g.lw.shard().covers(shard) {
+		mi.narrowSoon(g, shard)
+		return
+	}
 	slw, err := NewShardedListWatch(mi.base, shard)
 	if err != nil { // Membership hands out only valid shards
 		klog.FromContext(ctx).Error(err, "Membership informer: keeping the previous shard")
@@ -138,7 +251,7 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 		informer: NewSharedIndexInformer(slw, mi.example, mi.resync, maps.Clone(mi.indexers))}
 	handlers := slices.Clone(mi.handlers)
 	for _, h := range handlers {
-		reg, err := g.informer.AddEventHandler(h.from(g.id))
+		reg, err := g.informer.AddEventHandler(h.from(g))
 		if err != nil { // the informer has not started: cannot happen
 			klog.FromContext(ctx).Error(err, "Membership informer: adding a handler")
 			continue
@@ -158,7 +271,7 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 	if replaced != nil {
 		replaced.stop()
 	}
-	g.start(ctx, func() bool { return mi.generationSynced(g) })
+	g.start(ctx, func() bool { return mi.generationSynced(g) }, func(took time.Duration) { mi.syncTook.Store(int64(took)) })
 }
 
 // promote makes the synced pending generation the live one, brings every handler up to its
@@ -176,6 +289,7 @@ func (mi *MembershipInformer) promote() {
 }
 
 func (mi *MembershipInformer) stopAll() {
+	mi.cancelDeferredNarrowing()
 	mi.mu.Lock()
 	live, pending := mi.live, mi.pending
 	mi.mu.Unlock()
@@ -201,13 +315,16 @@ func (mi *MembershipInformer) generationSynced(g *shardGeneration) bool {
 	return true
 }
 
-// start runs the generation's informer and closes synced once it and its handlers have synced.
-func (g *shardGeneration) start(ctx context.Context, hasSynced func() bool) {
+// start runs the generation's informer and closes synced once it and its handlers have synced,
+// telling tookToSync how long that took.
+func (g *shardGeneration) start(ctx context.Context, hasSynced func() bool, tookToSync func(time.Duration)) {
 	ctx, g.cancel = context.WithCancel(ctx)
+	began := time.Now()
 	g.wg.Go(func() { g.informer.RunWithContext(ctx) })
 	g.wg.Go(func() {
 		err := wait.PollUntilContextCancel(ctx, shardSyncPoll, true, func(context.Context) (bool, error) { return hasSynced(), nil })
 		if err == nil {
+			tookToSync(time.Since(began))
 			close(g.synced)
 		}
 	})
@@ -235,7 +352,7 @@ func (mi *MembershipInformer) AddEventHandler(handler ResourceEventHandler) erro
 		} else {
 			h.next, h.nextView = g.id, map[string]any{}
 		}
-		reg, err := g.informer.AddEventHandler(h.from(g.id))
+		reg, err := g.informer.AddEventHandler(h.from(g))
 		if err != nil {
 			return err
 		}

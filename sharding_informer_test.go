@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,7 +16,10 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/openinformer/cache/fake"
 )
@@ -89,6 +94,7 @@ type memberInformerGroup struct {
 
 type memberInformerReplica struct {
 	informer *MembershipInformer
+	server   *listCounter
 	handler  *viewHandler
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -102,20 +108,44 @@ func newMemberInformerGroup(t *testing.T) *memberInformerGroup {
 }
 
 func (g *memberInformerGroup) start(id string) {
-	mi, err := NewMembershipInformer(g.server, &v1.Pod{}, 0, Indexers{}, MembershipOptions{
+	server := &listCounter{Server: g.server}
+	mi, err := NewMembershipInformer(server, &v1.Pod{}, 0, Indexers{}, MembershipOptions{
 		Client: g.leases, Namespace: "kube-system", Group: "ctrl", Identity: id,
 		LeaseDuration: memberTestLease, RenewInterval: memberTestRenew, Handover: memberTestHandoff,
 	})
 	require.NoError(g.t, err)
-	r := &memberInformerReplica{informer: mi, handler: &viewHandler{view: map[string]string{}}, done: make(chan struct{})}
+	r := &memberInformerReplica{informer: mi, server: server, handler: &viewHandler{view: map[string]string{}}}
 	require.NoError(g.t, mi.AddEventHandler(r.handler))
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	r.cancel, r.done = runInBackground(mi.Run)
 	g.replicas[id] = r
-	go func() {
-		defer close(r.done)
-		mi.Run(ctx)
-	}()
+}
+
+// listCounter passes a replica's requests to the shared fake.Server and counts its full lists:
+// LISTs and watch-list requests.
+type listCounter struct {
+	*fake.Server
+	lists atomic.Int32
+}
+
+func (c *listCounter) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	c.lists.Add(1)
+	return c.Server.ListWithContext(ctx, options)
+}
+
+func (c *listCounter) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	if ptr.Deref(options.SendInitialEvents, false) {
+		c.lists.Add(1)
+	}
+	return c.Server.WatchWithContext(ctx, options)
+}
+
+// listsSince returns, per replica, the full lists it made since the previous call.
+func (g *memberInformerGroup) listsSince() map[string]int {
+	lists := map[string]int{}
+	for id, r := range g.replicas {
+		lists[id] = int(r.server.lists.Swap(0))
+	}
+	return lists
 }
 
 // crash ends a replica whose Lease stays behind.
@@ -181,7 +211,7 @@ func (g *memberInformerGroup) sample() {
 }
 
 // settled asserts an exact partition of the server's objects, handlers that agree with their
-// caches, and resets the maxima.
+// caches, each replica on exactly its even range, and resets the maxima.
 func (g *memberInformerGroup) settled(what string) {
 	g.t.Helper()
 	for key := range g.unowned {
@@ -200,9 +230,16 @@ func (g *memberInformerGroup) settled(what string) {
 		assert.Equal(g.t, cached, maps.Clone(r.handler.view), "%s: %s's handler agrees with its cache", what, id)
 		r.handler.mu.Unlock()
 	}
+	g.assertShards()
 	g.maxGap, g.maxShare = 0, 0
 }
 
+// Each step also counts the full lists (LIST or watch-list) each replica makes: a membership
+// change costs a replica one for the union when it gains hashes, none when its new range lies
+// within the old one, and none for the shrink at the end of the handover, which narrows the
+// cache it has. Replicas in identity order: on d's join a's third shrinks to a quarter, b's and
+// c's ranges move (overlapping the old ones), d starts; on the leave a, b and c all gain; on
+// b's crash a and c gain.
 func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -212,6 +249,7 @@ func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 		}
 		g.run(memberTestRenew + memberTestHandoff + time.Second)
 		g.settled("3 replicas")
+		g.listsSince()
 
 		g.start("d")
 		g.run(2*memberTestRenew + memberTestHandoff)
@@ -219,18 +257,21 @@ func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 		assert.NotZero(t, g.maxShare, "the handover overlaps")
 		assert.LessOrEqual(t, g.maxShare, memberTestRenew+memberTestHandoff+time.Second, "a join's overlap is bounded")
 		g.settled("4 replicas")
+		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 1, "d": 1}, g.listsSince(), "full lists per replica for a join")
 
 		g.replicas["d"].cancel()
 		g.run(2*memberTestRenew + memberTestHandoff)
 		assert.Zero(t, g.maxGap, "a graceful leave leaves no object unowned")
 		assert.LessOrEqual(t, g.maxShare, memberTestRenew+memberTestHandoff+time.Second, "a leave's overlap is bounded")
 		g.settled("back to 3 replicas")
+		assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, g.listsSince(), "full lists per replica for a leave")
 
 		g.crash("b")
 		g.run(memberTestLease + 2*memberTestRenew + memberTestHandoff)
 		assert.NotZero(t, g.maxGap, "a crashed replica's objects wait for its Lease to expire")
 		assert.LessOrEqual(t, g.maxGap, memberTestLease+memberTestRenew+time.Second, "a crash's gap is bounded")
 		g.settled("2 replicas after a crash")
+		assert.Equal(t, map[string]int{"a": 1, "c": 1}, g.listsSince(), "full lists per replica after a crash")
 
 		for _, r := range g.replicas {
 			r.cancel()
@@ -238,6 +279,21 @@ func TestMembershipInformerHandsOverWithBoundedGapAndOverlap(t *testing.T) {
 		g.run(memberTestHandoff + time.Second)
 		assert.Empty(t, g.replicas, "every Run returned")
 	})
+}
+
+// assertShards asserts that every replica's live generation selects exactly its even range.
+func (g *memberInformerGroup) assertShards() {
+	g.t.Helper()
+	ids := slices.Sorted(maps.Keys(g.replicas))
+	for i, id := range ids {
+		r, err := EvenShardRange(i, len(ids))
+		require.NoError(g.t, err)
+		want, err := Shard{Ranges: []ShardRange{r}}.Selector()
+		require.NoError(g.t, err)
+		lw := g.replicas[id].informer.ShardedListWatch()
+		assert.Equal(g.t, want, lw.Selector(), "%s's shard", id)
+		assert.Equal(g.t, ShardModeServer, lw.Mode(), "%s: events of the ranges narrowed away are not taken for a server ignoring the selector", id)
+	}
 }
 
 func TestMembershipInformerReadsAndIndexesFollowTheLiveGeneration(t *testing.T) {
@@ -251,12 +307,7 @@ func TestMembershipInformerReadsAndIndexesFollowTheLiveGeneration(t *testing.T) 
 		indexer := mi.GetIndexer()
 		assert.Empty(t, indexer.List(), "nothing before the first shard")
 		assert.Nil(t, mi.ShardedListWatch())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			mi.Run(ctx)
-		}()
+		cancel, done := runInBackground(mi.Run)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.True(t, mi.HasSynced())

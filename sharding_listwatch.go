@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,14 +47,35 @@ func (m ShardMode) String() string {
 // and also checks every object it passes on against the same hash, so its consumer sees only
 // the shard's objects whether the server filters, ignores the selector or rejects it.
 type ShardedListWatch struct {
-	lw       ListerWatcherWithContext
-	inner    ListerWatcher
-	expr     string
-	selector apisharding.Selector
+	lw     ListerWatcherWithContext
+	inner  ListerWatcher
+	filter atomic.Pointer[shardFilter] // replaced whole when the shard narrows
 
 	mu       sync.Mutex
 	mode     ShardMode
 	rejected bool // the server refused the selector: requests go out without it
+}
+
+// shardFilter is one shard as requests carry it and as objects are checked against it.
+type shardFilter struct {
+	shard    Shard
+	expr     string
+	selector apisharding.Selector
+}
+
+func newShardFilter(shard Shard) (*shardFilter, error) {
+	reqs, err := shard.requirements()
+	if err != nil {
+		return nil, err
+	}
+	sel := apisharding.NewSelector(reqs...)
+	return &shardFilter{shard: shard, expr: sel.String(), selector: sel}, nil
+}
+
+// owns is ShardedListWatch.Owns for this filter.
+func (f *shardFilter) owns(obj runtime.Object) bool {
+	ok, err := f.selector.Matches(obj)
+	return ok || err != nil
 }
 
 var (
@@ -67,16 +89,32 @@ func NewShardedListWatch(lw ListerWatcher, shard Shard) (*ShardedListWatch, erro
 	if lw == nil {
 		return nil, errors.New("sharded ListerWatcher: nil ListerWatcher")
 	}
-	reqs, err := shard.requirements()
+	f, err := newShardFilter(shard)
 	if err != nil {
 		return nil, err
 	}
-	sel := apisharding.NewSelector(reqs...)
-	return &ShardedListWatch{lw: ToListerWatcherWithContext(lw), inner: lw, expr: sel.String(), selector: sel}, nil
+	s := &ShardedListWatch{lw: ToListerWatcherWithContext(lw), inner: lw}
+	s.filter.Store(f)
+	return s, nil
 }
 
+// narrow restricts the ListerWatcher to shard, whose hashes it already covers (the caller
+// checks), without a new request: objects and events outside it are dropped from now on, and
+// later requests carry its selector. Objects passed on before stay with the consumer.
+func (s *ShardedListWatch) narrow(shard Shard) error {
+	f, err := newShardFilter(shard)
+	if err != nil {
+		return err
+	}
+	s.filter.Store(f)
+	return nil
+}
+
+// shard returns the current shard.
+func (s *ShardedListWatch) shard() Shard { return s.filter.Load().shard }
+
 // Selector returns the shard selector expression sent to the server.
-func (s *ShardedListWatch) Selector() string { return s.expr }
+func (s *ShardedListWatch) Selector() string { return s.filter.Load().expr }
 
 // Mode reports who filters the objects, as last observed.
 func (s *ShardedListWatch) Mode() ShardMode {
@@ -89,8 +127,7 @@ func (s *ShardedListWatch) Mode() ShardMode {
 // is owned, so that it reaches the store and fails there with a clear error instead of
 // vanishing here.
 func (s *ShardedListWatch) Owns(obj runtime.Object) bool {
-	ok, err := s.selector.Matches(obj)
-	return ok || err != nil
+	return s.filter.Load().owns(obj)
 }
 
 // IsWatchListSemanticsUnSupported forwards the wrapped ListerWatcher's answer, so a
@@ -107,13 +144,14 @@ func (s *ShardedListWatch) List(options metav1.ListOptions) (runtime.Object, err
 
 // ListWithContext lists the shard's objects.
 func (s *ShardedListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-	list, err := sendSharded(s, options, func(o metav1.ListOptions) (runtime.Object, error) {
+	requested := s.filter.Load()
+	list, err := sendSharded(s, requested, options, func(o metav1.ListOptions) (runtime.Object, error) {
 		return s.lw.ListWithContext(ctx, o)
 	})
 	if err != nil {
 		return nil, err
 	}
-	foreign, err := s.dropForeignItems(list)
+	foreign, err := s.dropForeignItems(list, requested)
 	if err != nil {
 		return nil, err
 	}
@@ -128,18 +166,19 @@ func (s *ShardedListWatch) Watch(options metav1.ListOptions) (watch.Interface, e
 
 // WatchWithContext watches the shard's objects; events for other objects are dropped.
 func (s *ShardedListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	w, err := sendSharded(s, options, func(o metav1.ListOptions) (watch.Interface, error) {
+	requested := s.filter.Load()
+	w, err := sendSharded(s, requested, options, func(o metav1.ListOptions) (watch.Interface, error) {
 		return s.lw.WatchWithContext(ctx, o)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return newShardWatch(w, s), nil
+	return newShardWatch(w, s, requested), nil
 }
 
-// sendSharded sends a request with the shard selector, unless the server has refused it
-// before; a refusal now is remembered and the request is sent again without it.
-func sendSharded[T any](s *ShardedListWatch, options metav1.ListOptions, send func(metav1.ListOptions) (T, error)) (T, error) {
+// sendSharded sends a request with the requested shard's selector, unless the server has
+// refused it before; a refusal now is remembered and the request is sent again without it.
+func sendSharded[T any](s *ShardedListWatch, requested *shardFilter, options metav1.ListOptions, send func(metav1.ListOptions) (T, error)) (T, error) {
 	s.mu.Lock()
 	rejected := s.rejected
 	s.mu.Unlock()
@@ -147,7 +186,7 @@ func sendSharded[T any](s *ShardedListWatch, options metav1.ListOptions, send fu
 		options.ShardSelector = ""
 		return send(options)
 	}
-	options.ShardSelector = s.expr
+	options.ShardSelector = requested.expr
 	res, err := send(options)
 	if err == nil || !rejectsShardSelector(err) {
 		return res, err
@@ -175,20 +214,24 @@ func rejectsShardSelector(err error) bool {
 	return false
 }
 
-// dropForeignItems removes the items outside the shard from list and counts them.
-func (s *ShardedListWatch) dropForeignItems(list runtime.Object) (int, error) {
+// dropForeignItems removes the items outside the shard from list and counts those outside
+// the requested one: a shard narrowed since the request drops more than the server should have.
+func (s *ShardedListWatch) dropForeignItems(list runtime.Object, requested *shardFilter) (int, error) {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return 0, err
 	}
-	kept := items[:0:0]
+	current := s.filter.Load()
+	kept, foreign := items[:0:0], 0
 	for _, item := range items {
-		if s.Owns(item) {
+		switch {
+		case current.owns(item):
 			kept = append(kept, item)
+		case !requested.owns(item):
+			foreign++
 		}
 	}
-	foreign := len(items) - len(kept)
-	if foreign == 0 {
+	if len(kept) == len(items) {
 		return 0, nil
 	}
 	return foreign, meta.SetList(list, kept)
@@ -237,5 +280,5 @@ func (s *ShardedListWatch) setModeLocked(m ShardMode, why string) {
 		return
 	}
 	s.mode = m
-	klog.Background().Info("Sharded ListerWatcher filtering mode", "mode", m, "reason", why, "shardSelector", s.expr)
+	klog.Background().Info("Sharded ListerWatcher filtering mode", "mode", m, "reason", why, "shardSelector", s.Selector())
 }

@@ -69,7 +69,7 @@ func newMemberTestGroup(t *testing.T) *memberTestGroup {
 }
 
 func (g *memberTestGroup) start(id string) {
-	r := &memberTestReplica{done: make(chan struct{})}
+	r := &memberTestReplica{}
 	m, err := NewMembership(MembershipOptions{
 		Client: g.client, Namespace: "kube-system", Group: "ctrl", Identity: id,
 		LeaseDuration: memberTestLease, RenewInterval: memberTestRenew, Handover: memberTestHandoff,
@@ -82,13 +82,20 @@ func (g *memberTestGroup) start(id string) {
 		},
 	})
 	require.NoError(g.t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	r.cancel, r.done = runInBackground(m.Run)
 	g.replicas[id] = r
+}
+
+// runInBackground calls run on a goroutine of its own with a context that cancel ends; done
+// is closed once run has returned.
+func runInBackground(run func(context.Context)) (cancel context.CancelFunc, done chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan struct{})
 	go func() {
-		defer close(r.done)
-		m.Run(ctx)
+		defer close(done)
+		run(ctx)
 	}()
+	return cancel, done
 }
 
 // stop ends a replica gracefully: it counts as an owner until Run returns.

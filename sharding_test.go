@@ -345,3 +345,32 @@ func TestStaticShardsFromOrdinalAndFlags(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--shard-index=1", "--shard-count=4", "--shard-field=" + ShardByNamespace}))
 	assert.Equal(t, Shard{Index: 1, Count: 4, Field: ShardByNamespace}, fromFlags)
 }
+
+func TestShardCoversComparesHashSets(t *testing.T) {
+	quarter := func(i int) ShardRange { r, _ := EvenShardRange(i, 4); return r }
+	third := func(i int) ShardRange { r, _ := EvenShardRange(i, 3); return r }
+	ranges := func(rs ...ShardRange) Shard { return Shard{Ranges: rs} }
+	for name, c := range map[string]struct {
+		outer, inner Shard
+		want         bool
+	}{
+		"itself":                     {ranges(third(1)), ranges(third(1)), true},
+		"a range within":             {ranges(third(0)), ranges(quarter(0)), true},
+		"the union shrinks":          {ranges(third(1), quarter(1)), ranges(quarter(1)), true},
+		"adjacent ranges join":       {ranges(quarter(3), quarter(2)), ranges(Shard{Index: 1, Count: 2}.mustRange(t)), true},
+		"index and count":            {Shard{Index: 0, Count: 1}, ranges(third(2)), true},
+		"overlapping only":           {ranges(third(1)), ranges(quarter(1)), false},
+		"a gap between":              {ranges(quarter(0), quarter(2)), ranges(Shard{Index: 0, Count: 2}.mustRange(t), quarter(2)), false},
+		"the union grows":            {ranges(quarter(0)), ranges(quarter(0), third(0)), false},
+		"another field":              {Shard{Index: 0, Count: 1}, Shard{Index: 0, Count: 1, Field: ShardByNamespace}, false},
+		"the default field is named": {Shard{Index: 0, Count: 1, Field: ShardByUID}, ranges(third(0)), true},
+	} {
+		assert.Equal(t, c.want, c.outer.covers(c.inner), name)
+	}
+}
+
+func (s Shard) mustRange(t *testing.T) ShardRange {
+	r, err := s.ranges()
+	require.NoError(t, err)
+	return r[0]
+}

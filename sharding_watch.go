@@ -15,10 +15,13 @@ type shardWatch struct {
 	stop  chan struct{}
 	once  sync.Once
 	shard *ShardedListWatch
+	// requested is the shard the request asked for; an event outside it shows that the
+	// server does not filter, while one only outside a since narrowed shard does not.
+	requested *shardFilter
 }
 
-func newShardWatch(in watch.Interface, shard *ShardedListWatch) *shardWatch {
-	w := &shardWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{}), shard: shard}
+func newShardWatch(in watch.Interface, shard *ShardedListWatch, requested *shardFilter) *shardWatch {
+	w := &shardWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{}), shard: shard, requested: requested}
 	go w.run()
 	return w
 }
@@ -65,7 +68,9 @@ func (w *shardWatch) keep(ev watch.Event) bool {
 		if w.shard.Owns(ev.Object) {
 			return true
 		}
-		w.shard.observeForeignEvent()
+		if !w.requested.owns(ev.Object) {
+			w.shard.observeForeignEvent()
+		}
 		return false
 	case watch.Bookmark:
 		if m, ok := ev.Object.(metav1.Object); ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
