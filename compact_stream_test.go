@@ -65,7 +65,7 @@ func TestCompactWatchListKeepsFewDecodedObjects(t *testing.T) {
 			probeStore(inf, &probeForm{every: pods, sample: func() { alive = append(alive, tracker.live()) }})
 			var mu sync.Mutex
 			adds := map[string]bool{}
-			_, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 				mu.Lock()
 				defer mu.Unlock()
 				adds[obj.(*v1.Pod).Name] = true
@@ -76,7 +76,9 @@ func TestCompactWatchListKeepsFewDecodedObjects(t *testing.T) {
 			done := make(chan struct{})
 			go func() { defer close(done); inf.RunWithContext(ctx) }()
 			defer func() { cancel(); <-done }()
-			require.True(t, WaitForCacheSync(ctx.Done(), inf.HasSynced))
+			// The handler's own sync: the informer's says only that the
+			// store has the list, not that the handler got it all.
+			require.True(t, WaitForCacheSync(ctx.Done(), inf.HasSynced, reg.HasSynced))
 
 			require.Len(t, inf.GetStore().ListKeys(), pods)
 			tracker.mu.Lock()
