@@ -289,8 +289,8 @@ func checkShardRebalancing(t *testing.T, gate bool) {
 	t.Logf("gate %v: 3->4 replicas: longest gap %v, overlap %v; 4->3: longest gap %v, overlap %v (%d writes at 20/s, LeaseDuration %v, RenewInterval %v, Handover %v)",
 		gate, joinGap.Round(time.Millisecond), joinShare.Round(time.Millisecond), leaveGap.Round(time.Millisecond), leaveShare.Round(time.Millisecond),
 		n, rebalanceLease, rebalanceRenew, rebalanceHandoff)
-	// A change may wait for two informer syncs: the union's, and the shrunk shard's when the
-	// union had not synced before the Handover ended.
+	// A change may wait for two informer syncs' time: the union's sync, and then, before the
+	// shrink at the Handover's end narrows it, as long as that sync took.
 	overlapBound := rebalanceRenew + rebalanceHandoff + 3*rebalanceSlack
 	for _, c := range []struct {
 		what       string
