@@ -44,13 +44,13 @@ func ExampleCompactOptions() {
 		Compact:            &cache.CompactOptions{}, // the default hot cache of 1000 objects
 		StripManagedFields: true,                    // the two combine: about a fifth of the heap
 	})
-	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, _ := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { fmt.Println("added", obj.(*corev1.Pod).Name) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); informer.RunWithContext(ctx) }()
-	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+	cache.WaitFor(ctx, "", reg.HasSyncedChecker()) // synced, and the handler has seen the initial list
 
 	obj, exists, _ := informer.GetStore().GetByKey("default/web-1")
 	fmt.Println(exists, obj.(*corev1.Pod).Name)

@@ -77,35 +77,41 @@ func ExampleNewIndexer() {
 // default); the Backoff option shortens it.
 func ExampleNewReflectorWithOptions_relistAfterGone() {
 	server := fake.MustNew(fake.Options{Object: &corev1.Pod{}})
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	keys := make(chan []string, 10) // the store's keys after every change
+	store := cache.NewUndeltaStore(func(objs []interface{}) { keys <- sortedKeys(objs) }, cache.MetaNamespaceKeyFunc)
 	reflector := cache.NewReflectorWithOptions(server, &corev1.Pod{}, store, cache.ReflectorOptions{
 		Backoff: &wait.Backoff{Duration: time.Millisecond},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); reflector.RunWithContext(ctx) }()
-	waitFor := func(keys int) {
-		for len(store.ListKeys()) != keys {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	<-keys // the initial list: empty
 	// A watch that ends quickly without delivering anything is retried as a
-	// new list, so let this one deliver two events first.
+	// new list, so let this one deliver an event first.
 	_, _ = server.Create(examplePod("default", "seen-by-the-watch"))
-	waitFor(1)
-	_, _ = server.Delete("default", "seen-by-the-watch")
-	waitFor(0)
+	<-keys
 
 	release := server.HoldEvents()
+	_, _ = server.Delete("default", "seen-by-the-watch")
 	_, _ = server.Create(examplePod("default", "missed-by-the-watch"))
 	server.Compact()
 	server.CloseWatches()
 	release()
 
-	waitFor(1)
-	fmt.Println(store.ListKeys())
+	fmt.Println(<-keys)
 	cancel()
 	<-done
 	// Output:
 	// [default/missed-by-the-watch]
+}
+
+// sortedKeys returns the sorted keys of objs.
+func sortedKeys(objs []interface{}) []string {
+	keys := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		key, _ := cache.MetaNamespaceKeyFunc(obj)
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys
 }

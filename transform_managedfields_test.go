@@ -204,7 +204,7 @@ func ExampleTransformStripManagedFields() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); informer.RunWithContext(ctx) }()
-	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+	cache.WaitFor(ctx, "", informer.HasSyncedChecker()) // wakes on sync, where WaitForCacheSync polls every 100ms
 
 	cached, _, _ := informer.GetStore().GetByKey("shop/web")
 	fmt.Println(len(cached.(*corev1.Pod).ManagedFields))

@@ -58,7 +58,7 @@ func run(ctx context.Context, out io.Writer) error {
 	done := make(chan struct{})
 	go func() { defer close(done); informer.RunWithContext(ctx) }()
 	defer func() { cancel(); <-done }()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	if !cache.WaitFor(ctx, "", informer.HasSyncedChecker()) { // wakes on sync, no polling
 		return fmt.Errorf("cache did not sync")
 	}
 

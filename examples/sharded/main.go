@@ -92,10 +92,12 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range replicas {
-		if !cache.WaitForCacheSync(ctx.Done(), r.informer.HasSynced) {
-			return errors.New("interrupted before the informers synced")
-		}
+	synced := make([]cache.DoneChecker, len(replicas))
+	for i, r := range replicas {
+		synced[i] = r.informer.HasSyncedChecker()
+	}
+	if !cache.WaitFor(ctx, "", synced...) {
+		return errors.New("interrupted before the informers synced")
 	}
 	if srv == nil {
 		select {
