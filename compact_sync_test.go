@@ -181,6 +181,25 @@ func TestCompactReplaceAdoptsHeldIndexValues(t *testing.T) {
 	}
 }
 
+// A Replace of held objects allocates nothing per object, only per
+// Replace and per index value: it neither decodes the objects (the hot cache
+// is off) nor copies them.
+func TestAllocBudgetCompactReplaceHeld(t *testing.T) {
+	perReplace := func(n int) float64 {
+		idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, CompactOptions{HotObjects: -1})
+		prehold := idx.(*cache).preholder()
+		var list []any
+		for _, pod := range fixtures.Pods(1, n) {
+			p, err := prehold(pod)
+			require.NoError(t, err)
+			list = append(list, p)
+		}
+		return testing.AllocsPerRun(10, func() { require.NoError(t, idx.Replace(list, "1")) })
+	}
+	small, large := perReplace(500), perReplace(1000)
+	assert.LessOrEqual(t, (large-small)/500, 0.02, "allocations per object: %v for 500 objects, %v for 1000", small, large)
+}
+
 // BenchmarkCompactWatchListSync is a compact informer's watch-list initial
 // sync of 5000 fixture pods, through to its handler, with the default hot
 // cache; decodes/pod counts the reads back that decoded or hit the hot

@@ -256,9 +256,10 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 // it.
 func (c *cache) storable(obj interface{}) (key string, stored, held interface{}, err error) {
 	if p, ok := obj.(preheld); ok {
-		// Transformed and keyed when it was held; the form adopts it.
+		// Transformed and keyed when it was held; the form adopts it. obj,
+		// not p, is returned: a second copy in an interface would allocate.
 		held, err = c.storage.hold(p.key, p.held)
-		return p.key, p, held, err
+		return p.key, obj, held, err
 	}
 	if key, err = c.keyOf(obj); err != nil {
 		return "", nil, nil, err
