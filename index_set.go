@@ -275,7 +275,7 @@ func (b *indexBuilder) fail(err error) error {
 // collectListed is collect for an object of a Replace's list, which may be
 // held already. A held object's values are adopted when they were computed
 // for the builder's indexes; otherwise (indexers added since it was held,
-// or no values) it is read back, as the store's would be.
+// or no values) it is read back, like a stored item, and indexed afresh.
 func (b *indexBuilder) collectListed(key string, obj interface{}) error {
 	p, ok := obj.(preheld)
 	switch {
@@ -290,7 +290,8 @@ func (b *indexBuilder) collectListed(key string, obj interface{}) error {
 	return b.collect(key, obj)
 }
 
-// adopt records the entries of h, values of the builder's own indexes.
+// adopt records the entries of h, computed for the builder's set, whose
+// indexes it builds all (from position 0): h's positions are its own.
 func (b *indexBuilder) adopt(key string, h heldIndex) error {
 	for _, err := range h.fails {
 		if err = b.fail(err); err != nil {
