@@ -116,6 +116,50 @@ func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]
 	return dst, fails
 }
 
+// heldIndex is an object's values in every index of set, computed ahead
+// of the Replace that stores it, while the object was decoded (see
+// preheld). Its zero value, with no set, holds none.
+type heldIndex struct {
+	set *indexerSet
+	// namespace is the value of every namespace index, when namespaced:
+	// those indexes' functions read one field, so no slice is kept.
+	namespace  string
+	namespaced bool
+	// vals holds the other indexes' values by position; it is nil when
+	// every index is a namespace index, the common case.
+	vals [][]string
+	// fails are the index functions' failures on the object, reported by
+	// the Replace that adopts the values, as if it had computed them.
+	fails []error
+}
+
+// heldValues returns obj's values in set's indexes; see values.
+func (set *indexerSet) heldValues(key string, obj interface{}) heldIndex {
+	h := heldIndex{set: set}
+	if m, err := accessor(obj); err == nil {
+		h.namespace, h.namespaced = m.GetNamespace(), true
+	}
+	for i, fn := range set.fns {
+		if set.byNamespace[i] {
+			if !h.namespaced {
+				_, err := set.namespaceOf(i, key, obj)
+				h.fails = append(h.fails, err)
+			}
+			continue
+		}
+		vals, err := fn(obj)
+		if err != nil {
+			h.fails = append(h.fails, indexEntryError(key, set.names[i], err))
+			continue
+		}
+		if h.vals == nil {
+			h.vals = make([][]string, len(set.fns))
+		}
+		h.vals[i] = vals
+	}
+	return h
+}
+
 // indexError is an index function's failure on one stored object.
 type indexError struct {
 	key, index string
@@ -137,7 +181,8 @@ func indexMissingError(name string) error {
 }
 
 // listOrder is the content of a Replace in the order it was listed, each
-// key once; its zero value means unknown.
+// key once, objects possibly held already (preheld); its zero value means
+// unknown.
 type listOrder struct {
 	keys []string
 	objs []interface{}
@@ -152,7 +197,7 @@ type listOrder struct {
 func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order listOrder) ([]valueIndex, error) {
 	if order.keys != nil {
 		for i, key := range order.keys {
-			if err := b.collect(key, order.objs[i]); err != nil {
+			if err := b.collectListed(key, order.objs[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -210,10 +255,59 @@ func (b *indexBuilder) collect(key string, obj interface{}) error {
 	}
 	for i := range b.entries {
 		if err := b.collectOne(i, key, obj); err != nil {
-			if !b.lenient {
+			if err = b.fail(err); err != nil {
 				return err
 			}
-			b.fails = append(b.fails, err)
+		}
+	}
+	return nil
+}
+
+// fail is err for a strict builder; a lenient one keeps it and goes on.
+func (b *indexBuilder) fail(err error) error {
+	if !b.lenient {
+		return err
+	}
+	b.fails = append(b.fails, err)
+	return nil
+}
+
+// collectListed is collect for an object of a Replace's list, which may be
+// held already. A held object's values are adopted when they were computed
+// for the builder's indexes; otherwise (indexers added since it was held,
+// or no values) it is read back, like a stored item, and indexed afresh.
+func (b *indexBuilder) collectListed(key string, obj interface{}) error {
+	p, ok := obj.(preheld)
+	switch {
+	case !ok:
+		return b.collect(key, obj)
+	case p.index.set == b.set && b.from == 0:
+		return b.adopt(key, p.index)
+	}
+	if obj, ok = p.view(false); !ok {
+		return nil
+	}
+	return b.collect(key, obj)
+}
+
+// adopt records the entries of h, computed for the builder's set, whose
+// indexes it builds all (from position 0): h's positions are its own.
+func (b *indexBuilder) adopt(key string, h heldIndex) error {
+	for _, err := range h.fails {
+		if err = b.fail(err); err != nil {
+			return err
+		}
+	}
+	for i := range b.entries {
+		switch {
+		case b.set.byNamespace[i]:
+			if h.namespaced {
+				b.record(i, h.namespace, key)
+			}
+		case h.vals != nil:
+			for _, v := range h.vals[i] {
+				b.record(i, v, key)
+			}
 		}
 	}
 	return nil

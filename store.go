@@ -229,7 +229,7 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 	r.after = hashmap.Sized[any](e, len(list))
 	r.keys = make([]string, 0, len(list))
 	r.objs = make([]interface{}, 0, len(list))
-	unique, adopted := true, false
+	unique := true
 	for _, obj := range list {
 		key, stored, held, err := c.storable(obj)
 		if err != nil {
@@ -240,15 +240,12 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 		if _, replaced := r.after.Set(e, key, held); replaced {
 			unique = false
 		}
-		_, pre := stored.(preheld)
-		adopted = adopted || pre
 		r.keys, r.objs = append(r.keys, key), append(r.objs, stored)
 	}
 	order := listOrder{r.keys, r.objs}
-	if !unique || adopted {
+	if !unique {
 		// An earlier object under a repeated key was overwritten and must
-		// not be indexed, or the objects are held already and are read back
-		// one at a time: walk the map instead.
+		// not be indexed: walk the map instead.
 		order = listOrder{}
 	}
 	r.before = c.storage.replace(r.after, e, rv, order)
@@ -259,9 +256,10 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 // it.
 func (c *cache) storable(obj interface{}) (key string, stored, held interface{}, err error) {
 	if p, ok := obj.(preheld); ok {
-		// Transformed and keyed when it was held; the form adopts it.
+		// Transformed and keyed when it was held; the form adopts it. obj,
+		// not p, is returned: a second copy in an interface would allocate.
 		held, err = c.storage.hold(p.key, p.held)
-		return p.key, p, held, err
+		return p.key, obj, held, err
 	}
 	if key, err = c.keyOf(obj); err != nil {
 		return "", nil, nil, err

@@ -3,11 +3,12 @@ package cache
 // A store whose form encodes objects (compact storage) can take the objects
 // of a watch-list stream in its held form as they arrive, so that the
 // decoded initial list never lives whole: the stream's buffer keeps each
-// object encoded, the queue's ReplacedAll carries those entries, the store
-// adopts them without encoding again, and the informer's fan-out decodes
-// each one (or takes it from the hot cache) only as it hands it to the
-// handlers, a chunk at a time. Stores that hold objects as they are never
-// take this path: there is nothing to gain.
+// object encoded, with its index values, the queue's ReplacedAll carries
+// those entries, the store adopts them without encoding or decoding again,
+// and the informer's fan-out decodes each one (or takes it from the hot
+// cache) only as it hands it to the handlers, a chunk at a time. Stores
+// that hold objects as they are never take this path: there is nothing to
+// gain.
 
 // preheld is an object already in its store's held form, with its store
 // key: what a compact informer's watch-list buffer keeps of each object.
@@ -16,6 +17,10 @@ type preheld struct {
 	held any
 	// form reads the object back; it is the store's.
 	form storedForm
+	// index is the object's index values, computed while it was decoded
+	// in hand, so that the store's Replace indexes it without decoding it
+	// again.
+	index heldIndex
 }
 
 // preholdFunc returns obj, already transformed, as a preheld, or the
@@ -54,13 +59,19 @@ func (c *cache) preholder() preholdFunc {
 		if err != nil {
 			return preheld{}, err
 		}
-		return preheld{key: key, held: held, form: c.storage.form}, nil
+		index := c.storage.indexers.Load().heldValues(key, obj)
+		return preheld{key: key, held: held, form: c.storage.form, index: index}, nil
 	}
 }
 
 // object reads p back, false when its form cannot (reported).
 func (p preheld) object() (any, bool) {
-	return viewHeld(p.form, p.key, p.held, true)
+	return p.view(true)
+}
+
+// view reads p back, into the form's cache of decoded objects if keep.
+func (p preheld) view(keep bool) (any, bool) {
+	return viewHeld(p.form, p.key, p.held, keep)
 }
 
 // resolvePreheld returns ns with every preheld object read back, in a new
