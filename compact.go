@@ -4,8 +4,9 @@
 // objects and other types the scheme knows, JSON for the rest, all through
 // apimachinery's serializers. A cached pod then costs about half the heap,
 // and a fifth with StripManagedFields. Index values are computed from the
-// written object and kept, so IndexKeys, ListKeys and ListIndexFuncValues
-// never decode; reads that return objects decode them after the store's
+// written object and kept (on a watch-list sync, as each object arrives, so
+// the store's initial fill decodes nothing), so IndexKeys, ListKeys and
+// ListIndexFuncValues never decode; reads that return objects decode them after the store's
 // lock is released, unless a bounded cache of recently decoded objects
 // still holds the object decoded from the same bytes. A write puts the
 // written object in that cache, so reading an object back, and the old
