@@ -182,8 +182,10 @@ func TestCompactReplaceAdoptsHeldIndexValues(t *testing.T) {
 }
 
 // A Replace of held objects allocates nothing per object, only per
-// Replace and per index value: it neither decodes the objects (the hot cache
-// is off) nor copies them.
+// Replace, per index value and per table of the store's maps (one for some
+// tens of entries, where they split depends on the process's hash seed): it
+// neither decodes the objects (the hot cache is off) nor copies them, either
+// of which costs at least one allocation per object.
 func TestAllocBudgetCompactReplaceHeld(t *testing.T) {
 	perReplace := func(n int) float64 {
 		idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, CompactOptions{HotObjects: -1})
@@ -197,7 +199,7 @@ func TestAllocBudgetCompactReplaceHeld(t *testing.T) {
 		return testing.AllocsPerRun(10, func() { require.NoError(t, idx.Replace(list, "1")) })
 	}
 	small, large := perReplace(500), perReplace(1000)
-	assert.LessOrEqual(t, (large-small)/500, 0.02, "allocations per object: %v for 500 objects, %v for 1000", small, large)
+	assert.LessOrEqual(t, (large-small)/500, 0.1, "allocations per object: %v for 500 objects, %v for 1000", small, large)
 }
 
 // BenchmarkCompactWatchListSync is a compact informer's watch-list initial
