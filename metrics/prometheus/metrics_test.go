@@ -37,7 +37,7 @@ func TestHandlerMetricsHaveNamesLabelsAndValues(t *testing.T) {
 # HELP openinformer_handler_backlog_collapses_total Times the event handler's backlog reached its bound and was collapsed into a resync.
 # TYPE openinformer_handler_backlog_collapses_total counter
 openinformer_handler_backlog_collapses_total{group="",handler="enqueue",name="pods-informer",resource="pods",version="v1"} 2
-# HELP openinformer_handler_oldest_pending_notification_age_seconds Age of the oldest notification waiting for the event handler.
+# HELP openinformer_handler_oldest_pending_notification_age_seconds Age of the oldest notification the event handler has not finished, the one it is handling included.
 # TYPE openinformer_handler_oldest_pending_notification_age_seconds gauge
 openinformer_handler_oldest_pending_notification_age_seconds{group="",handler="enqueue",name="pods-informer",resource="pods",version="v1"} 1.5
 # HELP openinformer_handler_pending_notifications Number of notifications waiting for the event handler (for a collapsed backlog, keys to resync).

@@ -18,7 +18,7 @@ func (m *Metrics) NewPendingNotificationsMetric(id cache.InformerNameAndResource
 // NewOldestPendingAgeMetric is openinformer_handler_oldest_pending_notification_age_seconds.
 func (m *Metrics) NewOldestPendingAgeMetric(id cache.InformerNameAndResource, handler string) cache.GaugeMetric {
 	return m.gauge(prometheus.GaugeOpts{Namespace: "openinformer", Subsystem: "handler", Name: "oldest_pending_notification_age_seconds",
-		Help: "Age of the oldest notification waiting for the event handler."},
+		Help: "Age of the oldest notification the event handler has not finished, the one it is handling included."},
 		handlerLabels, handlerLabelValues(id, handler)...)
 }
 
