@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -133,29 +134,18 @@ type heldIndex struct {
 	fails []error
 }
 
-// heldValues returns obj's values in set's indexes; see values.
+// heldValues returns obj's values in set's indexes, as values computes
+// them. A stack buffer takes them, so that an object indexed by namespace
+// only, the common case, costs no slice.
 func (set *indexerSet) heldValues(key string, obj interface{}) heldIndex {
-	h := heldIndex{set: set}
+	var buf [4][]string
+	vals, fails := set.values(buf[:0], key, obj)
+	h := heldIndex{set: set, fails: fails}
 	if m, err := accessor(obj); err == nil {
 		h.namespace, h.namespaced = m.GetNamespace(), true
 	}
-	for i, fn := range set.fns {
-		if set.byNamespace[i] {
-			if !h.namespaced {
-				_, err := set.namespaceOf(i, key, obj)
-				h.fails = append(h.fails, err)
-			}
-			continue
-		}
-		vals, err := fn(obj)
-		if err != nil {
-			h.fails = append(h.fails, indexEntryError(key, set.names[i], err))
-			continue
-		}
-		if h.vals == nil {
-			h.vals = make([][]string, len(set.fns))
-		}
-		h.vals[i] = vals
+	if slices.ContainsFunc(vals, func(v []string) bool { return v != nil }) {
+		h.vals = slices.Clone(vals)
 	}
 	return h
 }

@@ -64,11 +64,6 @@ func (c *cache) preholder() preholdFunc {
 	}
 }
 
-// object reads p back, false when its form cannot (reported).
-func (p preheld) object() (any, bool) {
-	return p.view(true)
-}
-
 // view reads p back, into the form's cache of decoded objects if keep.
 func (p preheld) view(keep bool) (any, bool) {
 	return viewHeld(p.form, p.key, p.held, keep)
@@ -94,7 +89,7 @@ func resolvePreheld(ns []notification) []notification {
 	copy(out, ns[:first])
 	for _, n := range ns[first:] {
 		if p, ok := n.newObj.(preheld); ok {
-			obj, ok := p.object()
+			obj, ok := p.view(true)
 			if !ok {
 				continue
 			}
