@@ -1,7 +1,10 @@
 package cache_test
 
 import (
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,6 +43,27 @@ func TestReadmeGoSnippetsAreCompiledCode(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("README snippet is not a run of whole lines of %v:\n%s", readmeSources, b[1])
+		}
+	}
+}
+
+// go doc shows the package comments of all files, by file name, so a second
+// one (above another file's package clause) would come before doc.go's.
+func TestOnlyDocGoHasAPackageComment(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if name == "doc.go" || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			t.Errorf("%s has a package comment; the package's documentation lives in doc.go", name)
 		}
 	}
 }
