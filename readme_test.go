@@ -5,9 +5,12 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	cache "github.com/openinformer/cache"
 )
 
 // readmeSources are the compiled files README.md's Go snippets are copied
@@ -64,6 +67,27 @@ func TestOnlyDocGoHasAPackageComment(t *testing.T) {
 		}
 		if f.Doc != nil {
 			t.Errorf("%s has a package comment; the package's documentation lives in doc.go", name)
+		}
+	}
+}
+
+// The README's "Options at a glance" shows SharedIndexInformerOptions whole:
+// a field added to the struct must be added there, with its zero value's
+// meaning.
+func TestReadmeOptionsAtAGlanceNameEveryField(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Options at a glance\n")
+	if !ok {
+		t.Fatal(`README.md has no "### Options at a glance" section`)
+	}
+	block := goBlock.FindString(section)
+	typ := reflect.TypeFor[cache.SharedIndexInformerOptions]()
+	for i := range typ.NumField() {
+		if name := typ.Field(i).Name; !regexp.MustCompile(`\n\t\t` + name + `: +[^\n]+ // `).MatchString(block) {
+			t.Errorf("README's options at a glance lack %s with a comment on its zero value", name)
 		}
 	}
 }
