@@ -76,9 +76,9 @@
 //
 // # Beyond client-go
 //
-// SharedIndexInformerOptions adds five fields client-go lacks; each one's
-// zero value keeps client-go's behaviour, except that a handler lagging
-// more than 10 s is logged (SlowHandlerThreshold). Three watch the
+// SharedIndexInformerOptions adds fields client-go lacks; each one's zero
+// value keeps client-go's behaviour, except that a handler lagging by more
+// than ten seconds is logged (SlowHandlerThreshold). Three watch the
 // handlers: per-handler lag metrics (HandlerMetricsProvider), a log warning
 // naming a handler whose oldest pending notification is too old
 // (SlowHandlerThreshold), and an opt-in bound on each handler's backlog
