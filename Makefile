@@ -19,16 +19,21 @@ demo:
 test: fmt-check vet staticcheck unit
 
 fmt-check:
+	@echo "fmt-check: gofmt -l on every Go file"
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
+	@echo "vet: type-checking every package (the first run compiles the Kubernetes dependencies first: minutes, silently)"
 	$(GO) vet $(PKGS)
 
 staticcheck:
+	@echo "staticcheck: building $(STATICCHECK) (first run only), then checking every package"
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 unit:
+	@echo "unit: compiling the race-instrumented packages and tests, then running them; one 'ok' line per package"
+	@echo "      as it passes (the first run compiles everything under -race before the first line: minutes)"
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
 
 ## integration: ours and client-go's informers against a real API server

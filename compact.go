@@ -1,18 +1,3 @@
-// Compact storage (an opt-in, see CompactOptions) keeps each cached object
-// as its encoding rather than as a decoded tree of structs, maps and
-// strings: protobuf for the built-in API types, CBOR for unstructured
-// objects and other types the scheme knows, JSON for the rest, all through
-// apimachinery's serializers. A cached pod then costs about half the heap,
-// and a fifth with StripManagedFields. Index values are computed from the
-// written object and kept (on a watch-list sync, as each object arrives, so
-// the store's initial fill decodes nothing), so IndexKeys, ListKeys and
-// ListIndexFuncValues never decode; reads that return objects decode them after the store's
-// lock is released, unless a bounded cache of recently decoded objects
-// still holds the object decoded from the same bytes. A write puts the
-// written object in that cache, so reading an object back, and the old
-// object of its next update, usually cost no decode. An object read from
-// the cache is shared, as in the default mode; an object decoded afresh
-// belongs to the caller, so mutating it does not change the cache.
 package cache
 
 // CompactOptions turns on compact storage: objects are kept encoded.

@@ -12,7 +12,7 @@ import (
 )
 
 // defaultHotObjects is the hot cache's size when CompactOptions leaves it 0:
-// about 25 MB of typical pods, enough for the objects a controller works on
+// about 23.5 MB of typical pods, enough for the objects a controller works on
 // at one time.
 const defaultHotObjects = 1000
 

@@ -76,35 +76,65 @@
 //
 // # Beyond client-go
 //
-// SharedIndexInformerOptions adds three things client-go lacks: per-handler
-// lag metrics (HandlerMetricsProvider), a log warning naming a handler whose
-// oldest pending notification is too old (SlowHandlerThreshold), and an
-// opt-in bound on each handler's backlog (MaxPendingNotificationsPerHandler)
-// that collapses an overflowing backlog into a catch-up to the latest
-// state distributed for each key instead of growing without limit. Bad input
-// (nil objects, objects without metadata, nil handlers, a nil ListerWatcher)
-// gets a clear error where client-go panics or half-applies a change. One
-// object's failure never costs another: an object whose index function
-// fails is stored and left out of that index only, and one whose key or
-// transform fails is left out of a relist while the rest is stored; each
-// failure is reported through utilruntime.HandleError and counted. The
+// SharedIndexInformerOptions adds fields client-go lacks; each one's zero
+// value keeps client-go's behaviour, except that a handler lagging by more
+// than ten seconds is logged (SlowHandlerThreshold). Three watch the
+// handlers: per-handler lag metrics (HandlerMetricsProvider), a log warning
+// naming a handler whose oldest pending notification is too old
+// (SlowHandlerThreshold), and an opt-in bound on each handler's backlog
+// (MaxPendingNotificationsPerHandler) that collapses an overflowing backlog
+// into a catch-up to the latest state distributed for each key instead of
+// growing without limit. Two shrink the cache: StripManagedFields drops
+// metadata.managedFields, and Compact keeps objects encoded (below). Bad
+// input (nil objects, objects without metadata, nil handlers, a nil
+// ListerWatcher) gets a clear error where client-go panics or half-applies
+// a change. One object's failure never costs another: an object whose index
+// function fails is stored and left out of that index only, and one whose
+// key or transform fails is left out of a relist while the rest is stored;
+// each failure is reported through utilruntime.HandleError and counted. The
 // README lists every difference.
+//
+// # Compact storage
+//
+// Compact storage (an opt-in, see CompactOptions) keeps each cached object
+// as its encoding rather than as a decoded tree of structs, maps and
+// strings: protobuf for the built-in API types, CBOR for unstructured
+// objects and other types the scheme knows, JSON for the rest, all through
+// apimachinery's serializers. The README's "Memory" section gives the heap
+// it saves and what reads and events cost. Index values are computed from
+// the written object and kept (on a watch-list sync, as each object
+// arrives, so the store's initial fill decodes nothing), so IndexKeys,
+// ListKeys and ListIndexFuncValues never decode; reads that return objects
+// decode them after the store's lock is released, unless a bounded cache of
+// recently decoded objects still holds the object decoded from the same
+// bytes. A write puts the written object in that cache, so reading an
+// object back, and the old object of its next update, usually cost no
+// decode. An object read from the cache is shared, as in the default mode;
+// an object decoded afresh belongs to the caller, so mutating it does not
+// change the cache.
 //
 // # Locks
 //
-// Locks are taken in one order: the informer's own lock or the queue's,
-// then the informer's blockDeltas (held while a batch is applied and
-// distributed, and while a handler joins or leaves), then the processor's,
-// then one listener's; the store's lock is innermost and never held while
-// calling out (but to its storedForm's view and drop, which take no lock
-// of the store). The store takes its lock only inside applyDeltas and its
-// own methods, never across the hand-over of changes: a batch is written,
-// the lock released, and only then are the changes distributed. A listener's goroutine takes only its own listener's lock,
-// never one of the informer: a collapsed backlog is resolved from the
-// notifications it recorded, not from the cache. A MembershipInformer adds two
-// locks outside all of these: a handler's switch lock (held while that handler
-// runs), then the MembershipInformer's own, never the other way round. Each
-// locking type's doc comment says what its locks guard.
+// What callers can rely on:
+//
+//   - Handlers are called with no lock of the informer, its store or its
+//     other handlers held: a handler may read the informer's store and
+//     indexer (listers included), and a handler that blocks delays only its
+//     own notifications (its backlog grows, or collapses when
+//     MaxPendingNotificationsPerHandler bounds it).
+//   - The informer writes a batch of changes to its store and releases the
+//     store's lock before handing the changes to handlers, so readers never
+//     wait for a handler.
+//   - Index functions, key functions and transforms may run while the store
+//     or the queue holds its lock, as in client-go: they must not call the
+//     store, the queue or the informer.
+//   - A MembershipInformer runs each handler under that handler's own lock,
+//     so the old and new generations never overlap in one handler, and never
+//     holds its own lock while a handler runs.
+//
+// The internal lock order is written where the locks are declared, starting
+// at the informer's type in shared_informer.go; each locking type's doc
+// comment says what its locks guard.
 //
 // # Testing
 //

@@ -97,13 +97,32 @@ func newBoundedInformer(lw cache.ListerWatcher, provider cache.HandlerMetricsPro
 	})
 }
 
-// newLeanInformer caches pods encoded and without managedFields: about a
-// fifth of the heap client-go's informer takes for the same pods.
+// newLeanInformer caches pods encoded and without managedFields: 0.17× the
+// heap client-go's informer takes for the same pods (README "Memory").
 func newLeanInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
 	return cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
 		Indexers:           cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		Compact:            &cache.CompactOptions{HotObjects: 5000}, // 0: the default, 1000
 		StripManagedFields: true,
+	})
+}
+
+// newInformerWithEveryOption spells out every SharedIndexInformerOptions
+// field at its zero value, with what that value means.
+func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
+		// client-go's fields
+		ResyncPeriod:            0,                               // no resyncs
+		Indexers:                nil,                             // no indexes
+		ObjectDescription:       "",                              // reflector logs name the example object's type
+		Identifier:              cache.InformerNameAndResource{}, // no informer metrics
+		InformerMetricsProvider: nil,                             // the process-wide one (SetInformerMetricsProvider)
+		// openinformer's: each zero value behaves like client-go, but for SlowHandlerThreshold
+		MaxPendingNotificationsPerHandler: 0,     // backlogs unbounded
+		HandlerMetricsProvider:            nil,   // the process-wide one (SetHandlerMetricsProvider), by default none
+		SlowHandlerThreshold:              0,     // 10 s: log a handler lagging longer (client-go never logs; negative: never)
+		StripManagedFields:                false, // objects cached with their managedFields
+		Compact:                           nil,   // objects cached decoded
 	})
 }
 
@@ -127,5 +146,6 @@ func Example_readme() {
 	_ = trimAndWatch
 	_ = newBoundedInformer
 	_ = newLeanInformer
+	_ = newInformerWithEveryOption
 	_ = breakThings
 }

@@ -1,10 +1,16 @@
 package cache_test
 
 import (
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	cache "github.com/openinformer/cache"
 )
 
 // readmeSources are the compiled files README.md's Go snippets are copied
@@ -40,6 +46,48 @@ func TestReadmeGoSnippetsAreCompiledCode(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("README snippet is not a run of whole lines of %v:\n%s", readmeSources, b[1])
+		}
+	}
+}
+
+// go doc shows the package comments of all files, by file name, so a second
+// one (above another file's package clause) would come before doc.go's.
+func TestOnlyDocGoHasAPackageComment(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if name == "doc.go" || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			t.Errorf("%s has a package comment; the package's documentation lives in doc.go", name)
+		}
+	}
+}
+
+// The README's "Options at a glance" shows SharedIndexInformerOptions whole:
+// a field added to the struct must be added there, with its zero value's
+// meaning.
+func TestReadmeOptionsAtAGlanceNameEveryField(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Options at a glance\n")
+	if !ok {
+		t.Fatal(`README.md has no "### Options at a glance" section`)
+	}
+	block := goBlock.FindString(section)
+	typ := reflect.TypeFor[cache.SharedIndexInformerOptions]()
+	for i := range typ.NumField() {
+		if name := typ.Field(i).Name; !regexp.MustCompile(`\n\t\t` + name + `: +[^\n]+ // `).MatchString(block) {
+			t.Errorf("README's options at a glance lack %s with a comment on its zero value", name)
 		}
 	}
 }

@@ -17,8 +17,11 @@ import (
 )
 
 // SharedIndexInformerOptions configures NewSharedIndexInformerWithOptions.
-// The last three fields are openinformer's; their zero values behave like
-// client-go.
+// The fields up to InformerMetricsProvider are client-go's; those after it
+// are openinformer's, and their zero values behave like client-go, except
+// SlowHandlerThreshold: 0 means 10 s, so a handler whose oldest pending
+// notification is older than that is logged (client-go logs nothing); set
+// it negative for client-go's silence.
 type SharedIndexInformerOptions struct {
 	// ResyncPeriod is the default handler resync period and the initial
 	// resync check period; 0 means no resyncs.
@@ -65,18 +68,20 @@ type SharedIndexInformerOptions struct {
 	HandlerMetricsProvider HandlerMetricsProvider
 	// SlowHandlerThreshold is how old a handler's oldest pending
 	// notification may get before a warning naming the handler is logged
-	// (at most once a minute per handler). 0 means 10s; negative disables.
+	// (at most once a minute per handler). 0 (the default) means 10 s;
+	// negative disables the warning.
 	SlowHandlerThreshold time.Duration
 	// StripManagedFields drops metadata.managedFields from every object
 	// before it is cached, after the transform set with SetTransform, for
-	// controllers that never read them: about 30% of a typical pod's heap.
+	// controllers that never read them: 31% of a typical pod's heap (the
+	// README's "Memory" section).
 	// Handlers and readers see objects without managedFields; an update
 	// that leaves them unset keeps the server's. See
 	// TransformStripManagedFields.
 	StripManagedFields bool
-	// Compact keeps the cached objects encoded, in about half the heap
-	// (see CompactOptions); nil, the default, keeps them decoded, as
-	// client-go does.
+	// Compact keeps the cached objects encoded, typical pods in 0.45× the
+	// heap (see CompactOptions and the README's "Memory" section); nil, the
+	// default, keeps them decoded, as client-go does.
 	Compact *CompactOptions
 }
 
@@ -140,9 +145,19 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 // mu guards the lifecycle (started, stopped, controller) and what may only
 // be set before Run. blockDeltas is held while a batch of deltas is applied
 // to the cache and distributed, and while a handler joins or leaves, so that
-// a late handler sees the cache and then exactly the changes after it. mu is
-// taken before blockDeltas; the processor's lock nests inside both. Whether
-// the informer synced is recorded once, by the processor.
+// a late handler sees the cache and then exactly the changes after it.
+// Whether the informer synced is recorded once, by the processor.
+//
+// Lock order, outermost first: mu or the queue's lock; then blockDeltas;
+// then the processor's; then one listener's; the store's lock is innermost.
+// The store takes its lock only inside its own methods (applyDeltas
+// included), never across the hand-over of changes: a batch is written, the
+// lock released, and only then are the changes distributed. A listener's
+// goroutine takes only its own listener's lock, never one of the informer's:
+// a collapsed backlog is resolved from the notifications it recorded, not
+// from the cache. A MembershipInformer adds two locks outside all of these:
+// a handler's switch lock (held while that handler runs), then the
+// MembershipInformer's own, never the other way round.
 type sharedIndexInformer struct {
 	indexer           Indexer
 	processor         *sharedProcessor
