@@ -63,17 +63,22 @@ func TestResumeInsideTheWindowReplaysWhatChangedWhileDown(t *testing.T) {
 	assert.Zero(t, s.RequestCounts().FullSyncs())
 }
 
-// On a quiet resource the target is past every event of its own; only a bookmark passes it.
+// On a quiet resource the target is past every event of its own; only a bookmark passes it. A
+// catch-up watch with a 3 s timeout gets the server's pre-timeout bookmark 1 s after it opens,
+// not the periodic one a minute later; then it closes.
 func TestQuietResourceReachesTheTargetByBookmark(t *testing.T) {
 	s, clk := newFakeTestServer(t, Options{})
 	snapshotRV := downtime(t, s)
 	s.AdvanceResourceVersion(4)
 	target := probe(t, s).ResourceVersion
 	require.Equal(t, "10", target)
-	w := startWatch(t, s, metav1.ListOptions{ResourceVersion: snapshotRV, AllowWatchBookmarks: true})
+	w := startWatch(t, s, metav1.ListOptions{ResourceVersion: snapshotRV, AllowWatchBookmarks: true, TimeoutSeconds: ptrTo(int64(3))})
 	assert.Equal(t, []string{"ADDED c@4", "MODIFIED a@5", "DELETED b@6"}, nextSummaries(t, w, 3))
-	clk.Step(time.Minute) // the server's bookmark interval: the quiet resource's worst case
+	clk.Step(time.Second)
 	assert.Equal(t, "BOOKMARK @10", eventSummary(nextEvent(t, w)))
+	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond, "timer re-armed")
+	clk.Step(2 * time.Second)
+	requireClosed(t, w)
 }
 
 func TestResumeOutsideTheWindowIs410(t *testing.T) {

@@ -10,8 +10,18 @@ import (
 	"github.com/openinformer/cache/internal/reflectorfsm"
 )
 
+// DefaultWatchTimeout is the server-side timeout of catch-up watches: the
+// API server sends a bookmark 2 s before a watch's timeout, so a quiet
+// resource is proved caught up about a second after the watch opens
+// instead of after the minute of the periodic bookmark.
+const DefaultWatchTimeout = 3 * time.Second
+
 // Config is fixed for the lifetime of a Machine.
 type Config struct {
+	// WatchTimeout is the TimeoutSeconds of every catch-up watch; zero
+	// means DefaultWatchTimeout. It must exceed the server's 2 s
+	// pre-timeout bookmark lead.
+	WatchTimeout time.Duration
 	// CatchUpTimeout bounds the wait for the watch to reach the target,
 	// counted from the first WATCH. A server that sends no bookmarks would
 	// otherwise keep a quiet resource unsynced for ever. Zero waits for ever.
@@ -30,7 +40,7 @@ const (
 	// limit=1, and reports Probed with the list's resourceVersion.
 	Probe
 	// Watch opens a WATCH from Action.ResourceVersion with bookmarks
-	// allowed and reports WatchOpened or WatchFailed; later, each event as
+	// allowed and Action.Timeout as its TimeoutSeconds, and reports WatchOpened or WatchFailed; later, each event as
 	// Event, each bookmark as Bookmark, the end as WatchFailed.
 	Watch
 	// Apply applies the event just reported to the staged cache: an added
@@ -105,6 +115,8 @@ type Action struct {
 	Backoff bool
 	// ResourceVersion is where Watch starts and what Sync records.
 	ResourceVersion string
+	// Timeout is the server-side timeout of Watch.
+	Timeout time.Duration
 	// ArmDeadline asks the caller to report DeadlinePassed after
 	// Config.CatchUpTimeout.
 	ArmDeadline bool
@@ -190,7 +202,12 @@ type Machine struct {
 }
 
 // New returns a Machine that has not begun.
-func New(cfg Config) *Machine { return &Machine{cfg: cfg} }
+func New(cfg Config) *Machine {
+	if cfg.WatchTimeout <= 0 {
+		cfg.WatchTimeout = DefaultWatchTimeout
+	}
+	return &Machine{cfg: cfg}
+}
 
 // State returns the machine's state.
 func (m *Machine) State() State { return m.state }
@@ -285,7 +302,8 @@ func (m *Machine) probed(in Probed) Action {
 // with the first.
 func (m *Machine) watch(backoff bool) Action {
 	m.state = Resuming
-	a := Action{Kind: Watch, Backoff: backoff, ResourceVersion: m.last, ArmDeadline: !m.armed && m.cfg.CatchUpTimeout > 0}
+	a := Action{Kind: Watch, Backoff: backoff, ResourceVersion: m.last, Timeout: m.cfg.WatchTimeout,
+		ArmDeadline: !m.armed && m.cfg.CatchUpTimeout > 0}
 	m.armed = m.armed || a.ArmDeadline
 	return a
 }
@@ -301,8 +319,9 @@ func (m *Machine) opened() Action {
 	return Action{Kind: Wait}
 }
 
-// watchFailed applies the rule "resume": a watch that ends cleanly or on a
-// retriable error is opened again from the last version applied; 410 and
+// watchFailed applies the rule "resume": a watch that ends cleanly (its
+// short timeout, most often) or on a retriable error is opened again from
+// the last version applied; 410 and
 // "too large" fall back, as does anything else, which the fresh sync will
 // meet and report the way client-go does.
 func (m *Machine) watchFailed(err error) Action {

@@ -154,6 +154,9 @@ func render(a Action) string {
 	if a.ResourceVersion != "" {
 		fmt.Fprintf(&b, " rv=%s", a.ResourceVersion)
 	}
+	if a.Timeout != 0 {
+		fmt.Fprintf(&b, " timeout=%v", a.Timeout)
+	}
 	if a.ArmDeadline {
 		b.WriteString(" arm-deadline")
 	}
