@@ -219,10 +219,28 @@ func TestWriterRefusesAHeaderWithoutVersion(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// fileBytes is the snapshot of recs, written to memory.
 func fileBytes(t testing.TB, h Header, recs []record) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, h)
+	require.NoError(t, err)
+	for _, r := range recs {
+		require.NoError(t, w.Add(r.key, []byte(r.value)))
+	}
+	require.NoError(t, w.Commit())
+	return buf.Bytes()
+}
+
+func TestNewWriterWritesWhatCreateDoes(t *testing.T) {
+	h, recs := testHeader(7), testRecords(7)
 	data, err := os.ReadFile(writeFile(t, t.TempDir(), h, recs))
 	require.NoError(t, err)
-	return data
+	assert.Equal(t, data, fileBytes(t, h, recs))
+
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, h)
+	require.NoError(t, err)
+	assert.Error(t, w.Commit(), "seven records short")
 }
 
 func readBytes(data []byte, size int64) error {

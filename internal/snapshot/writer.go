@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -14,13 +15,15 @@ import (
 // reach the file in few system calls, small beside a cache.
 const writeBuffer = 256 << 10
 
-// Writer streams one snapshot to a temporary file beside its final path.
-// Create it, Add exactly Header.Count records, then Commit, or Abort to give
-// up; either removes the temporary file unless Commit renamed it. A Writer
-// is not safe for concurrent use, and two Writers must not share a path.
+// Writer streams one snapshot. Made by Create, it writes to a temporary
+// file beside its final path: Add exactly Header.Count records, then Commit,
+// or Abort to give up; either removes the temporary file unless Commit
+// renamed it. Made by NewWriter, it writes to any io.Writer (an upload, a
+// buffer) and Commit only ends the stream. A Writer is not safe for
+// concurrent use, and two Writers must not share a path.
 type Writer struct {
 	path, tmp string
-	f         *os.File
+	f         *os.File // nil for NewWriter's
 	buf       *bufio.Writer
 	sum       uint32 // CRC-32C of what was written
 	want, n   int
@@ -30,29 +33,55 @@ type Writer struct {
 
 // Create starts a snapshot that Commit will move to path, writing h.
 func Create(path string, h Header) (*Writer, error) {
-	if h.ResourceVersion == "" {
-		return nil, fmt.Errorf("snapshot: header without a resourceVersion")
-	}
-	if h.Count < 0 {
-		return nil, fmt.Errorf("snapshot: negative record count %d", h.Count)
+	if err := h.valid(); err != nil {
+		return nil, err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, &Error{Reason: IOReason, Path: path, Err: err}
 	}
-	w := &Writer{path: path, tmp: f.Name(), f: f, want: h.Count}
-	w.buf = bufio.NewWriterSize(f, writeBuffer)
+	w := &Writer{path: path, tmp: f.Name(), f: f}
+	if err := w.start(f, h); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+// NewWriter starts a snapshot written to dst, writing h. Commit writes the
+// trailer and flushes; nothing is synced, renamed or removed.
+func NewWriter(dst io.Writer, h Header) (*Writer, error) {
+	if err := h.valid(); err != nil {
+		return nil, err
+	}
+	w := &Writer{}
+	if err := w.start(dst, h); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (h *Header) valid() error {
+	if h.ResourceVersion == "" {
+		return fmt.Errorf("snapshot: header without a resourceVersion")
+	}
+	if h.Count < 0 {
+		return fmt.Errorf("snapshot: negative record count %d", h.Count)
+	}
+	return nil
+}
+
+// start writes everything before the records.
+func (w *Writer) start(dst io.Writer, h Header) error {
+	w.want = h.Count
+	w.buf = bufio.NewWriterSize(dst, writeBuffer)
 	w.write([]byte(magic))
 	w.uvarint(FormatVersion)
 	header := appendHeader(nil, &h)
 	w.uvarint(uint64(len(header)))
 	w.write(header)
 	w.uvarint(uint64(h.Count))
-	if w.err != nil {
-		w.Abort()
-		return nil, w.err
-	}
-	return w, nil
+	return w.err
 }
 
 // appendHeader appends h's fields, each a length and its bytes.
@@ -90,9 +119,9 @@ func (w *Writer) Add(key string, value []byte) error {
 	return w.err
 }
 
-// Commit writes the trailer, syncs the file, renames it to the final path
-// and syncs the directory, so that after a crash the path holds either the
-// previous snapshot or this one, complete.
+// Commit writes the trailer and, for Create's Writer, syncs the file,
+// renames it to the final path and syncs the directory, so that after a
+// crash the path holds either the previous snapshot or this one, complete.
 func (w *Writer) Commit() error {
 	if w.err == nil && w.n != w.want {
 		w.fail(fmt.Errorf("snapshot: %d records for the header's %d", w.n, w.want))
@@ -108,6 +137,9 @@ func (w *Writer) Commit() error {
 	if err := w.buf.Flush(); err != nil {
 		return w.abortWith(err)
 	}
+	if w.f == nil {
+		return nil
+	}
 	if err := w.f.Sync(); err != nil {
 		return w.abortWith(err)
 	}
@@ -122,13 +154,15 @@ func (w *Writer) Commit() error {
 	return syncDir(filepath.Dir(w.path))
 }
 
-// Abort gives the snapshot up and removes the temporary file.
+// Abort gives the snapshot up and removes the temporary file, if any.
 func (w *Writer) Abort() {
 	if w.f != nil {
 		_ = w.f.Close()
 		w.f = nil
 	}
-	_ = os.Remove(w.tmp)
+	if w.tmp != "" {
+		_ = os.Remove(w.tmp)
+	}
 	if w.err == nil {
 		w.err = fmt.Errorf("snapshot: aborted")
 	}
