@@ -2,6 +2,7 @@ package restartfsm_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/restartfsm"
+	"github.com/openinformer/cache/internal/restartfsm/catchup"
 	"github.com/openinformer/cache/internal/snapshot"
 )
 
@@ -45,8 +46,9 @@ var scope = snapshot.Header{Resource: "/v1, Resource=pods", Encoding: "protobuf"
 // restart must have made no full LIST or initial-state watch, and the
 // outcome must be the one the injected faults call for: 0 divergences.
 //
-// This drives the machine and the file format directly; the informer's
-// wiring (docs/RESTART.md, "What the store side needs") comes later.
+// This drives catchup.Run and the file format with a staged cache of its
+// own; the informer's wiring (docs/RESTART.md, "What the store side
+// needs") comes later.
 func TestRandomRestarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := newDriver(t, 29)
@@ -89,6 +91,8 @@ type driver struct {
 	spoiled string
 	// faults are what round injected for the coming restart.
 	faults faults
+	// loadedRV is the version of the snapshot the last restart loaded.
+	loadedRV string
 }
 
 // faults are one restart's injected troubles besides the file's.
@@ -180,7 +184,10 @@ func (d *driver) injectFaults() faults {
 	case 2:
 		f.foreign = true
 	case 3:
+		// Queued after any other watch fault: the first watch that gets
+		// through fails with it.
 		f.watchInternal = true
+		d.srv.FailNextWatches(1, fake.InternalError("etcd is sad"))
 	}
 	return f
 }
@@ -264,152 +271,88 @@ func (r result) outcome() string {
 	return "fallback: " + r.reason.String()
 }
 
-// restart runs a machine to its end.
+// restart runs catchup.Run, the machine's I/O edge, to its end, with a
+// staged cache of its own; a fallback then syncs from scratch.
 func (d *driver) restart() result {
-	m := restartfsm.New(restartfsm.Config{CatchUpTimeout: catchUpTimeout})
-	c := &catchUp{d: d, staged: map[string]*corev1.Pod{}}
-	defer c.stop()
-	a := m.Step(restartfsm.Begin{})
-	for {
-		if a.Backoff {
-			time.Sleep(time.Second)
-		}
-		if a.ArmDeadline {
-			c.deadline = time.After(catchUpTimeout)
-		}
-		switch a.Kind {
-		case restartfsm.Load:
-			a = m.Step(c.load())
-		case restartfsm.Probe:
-			a = m.Step(c.probe())
-		case restartfsm.Watch:
-			a = m.Step(c.watch(a))
-		case restartfsm.Apply, restartfsm.Wait:
-			if a.Kind == restartfsm.Apply {
-				c.apply()
+	staged := map[string]*corev1.Pod{}
+	lw := &faultyWatches{Server: d.srv, closeMidway: d.faults.closeMidway, rnd: d.rnd}
+	var last watch.Event
+	res := catchup.Run(context.Background(), catchup.Config{
+		ListerWatcher: lw,
+		Load:          func() (string, error) { return d.load(staged) },
+		Apply: func(ev watch.Event) {
+			last = ev
+			p := ev.Object.(*corev1.Pod)
+			if ev.Type == watch.Deleted {
+				delete(staged, p.Namespace+"/"+p.Name)
+				return
 			}
-			a = m.Step(c.next())
-		case restartfsm.Sync:
-			by := "open"
-			switch {
-			case a.ApplyFirst:
-				c.apply()
-				by = "event"
-			case c.event.Type == watch.Bookmark:
-				by = "bookmark"
-			}
-			return result{synced: true, rv: a.ResourceVersion, cache: c.staged, passedBy: by}
-		case restartfsm.Fallback:
-			rv, cache := d.freshSync()
-			return result{reason: a.Reason, rv: rv, cache: cache}
-		default:
-			d.t.Fatalf("unexpected action %+v", a)
-		}
+			staged[p.Namespace+"/"+p.Name] = p
+		},
+		Machine: restartfsm.Config{CatchUpTimeout: catchUpTimeout},
+	})
+	if !res.Synced {
+		rv, cache := d.freshSync()
+		return result{reason: res.Reason, rv: rv, cache: cache}
 	}
+	res.Watch.Stop()
+	by := "bookmark"
+	switch {
+	case res.ResourceVersion == d.loadedRV:
+		by = "open"
+	case last.Object != nil && last.Object.(*corev1.Pod).ResourceVersion == res.ResourceVersion:
+		by = "event"
+	}
+	return result{synced: true, rv: res.ResourceVersion, cache: staged, passedBy: by}
 }
 
-// catchUp is one restart's staged cache and watch.
-type catchUp struct {
-	d        *driver
-	staged   map[string]*corev1.Pod
-	w        watch.Interface
-	event    watch.Event
-	deadline <-chan time.Time
-	opened   bool
+// faultyWatches is the server, whose first watch of a restart may be closed
+// after a few events: the machine must resume it.
+type faultyWatches struct {
+	*fake.Server
+	closeMidway bool
+	rnd         *rand.Rand
+	watches     int
 }
 
-func (c *catchUp) load() restartfsm.Input {
+func (f *faultyWatches) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := f.Server.WatchWithContext(ctx, o)
+	f.watches++
+	if err == nil && f.closeMidway && f.watches == 1 {
+		f.Server.CloseWatchesAfter(1 + f.rnd.IntN(3))
+	}
+	return w, err
+}
+
+// load reads the snapshot into staged.
+func (d *driver) load(staged map[string]*corev1.Pod) (string, error) {
+	if d.file == nil {
+		return "", &snapshot.Error{Reason: snapshot.MissingReason}
+	}
 	expect := scope
-	if c.d.faults.foreign {
+	if d.faults.foreign {
 		expect.LabelSelector = "app=other"
 	}
-	if c.d.file == nil {
-		return restartfsm.Loaded{Err: errors.New("no snapshot"), Missing: true}
-	}
-	r, err := c.d.open(&expect)
+	r, err := d.open(&expect)
 	if err != nil {
-		return restartfsm.Loaded{Err: err}
+		return "", err
 	}
 	for {
 		key, value, err := r.Next()
 		if err == io.EOF {
-			return restartfsm.Loaded{ResourceVersion: r.Header().ResourceVersion}
+			d.loadedRV = r.Header().ResourceVersion
+			return d.loadedRV, nil
 		}
 		if err != nil {
-			return restartfsm.Loaded{Err: err}
+			return "", err
 		}
 		// A record is only trustworthy once the checksum matched: one that
 		// does not decode is the file's fault, not the test's.
 		p := &corev1.Pod{}
 		if err := p.Unmarshal(value); err != nil {
-			return restartfsm.Loaded{Err: err}
+			return "", err
 		}
-		c.staged[string(key)] = p
-	}
-}
-
-func (c *catchUp) probe() restartfsm.Input {
-	obj, err := c.d.srv.List(metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return restartfsm.Probed{Err: err}
-	}
-	return restartfsm.Probed{ResourceVersion: obj.(*corev1.PodList).ResourceVersion}
-}
-
-func (c *catchUp) watch(a restartfsm.Action) restartfsm.Input {
-	c.stop()
-	if c.d.faults.watchInternal {
-		c.d.faults.watchInternal = false
-		c.d.srv.FailNextWatches(1, fake.InternalError("etcd is sad"))
-	}
-	timeout := int64(a.Timeout / time.Second)
-	w, err := c.d.srv.Watch(metav1.ListOptions{ResourceVersion: a.ResourceVersion, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
-	if err != nil {
-		return restartfsm.WatchFailed{Err: err}
-	}
-	c.w = w
-	if c.d.faults.closeMidway && !c.opened {
-		c.d.srv.CloseWatchesAfter(1 + c.d.rnd.IntN(3))
-	}
-	c.opened = true
-	return restartfsm.WatchOpened{}
-}
-
-// next waits for the watch's next event, its end, or the deadline.
-func (c *catchUp) next() restartfsm.Input {
-	select {
-	case ev, ok := <-c.w.ResultChan():
-		if !ok {
-			return restartfsm.WatchFailed{}
-		}
-		c.event = ev
-		switch ev.Type {
-		case watch.Error:
-			return restartfsm.WatchFailed{Err: apierrors.FromObject(ev.Object)}
-		case watch.Bookmark:
-			return restartfsm.Bookmark{ResourceVersion: ev.Object.(*corev1.Pod).ResourceVersion}
-		}
-		return restartfsm.Event{ResourceVersion: ev.Object.(*corev1.Pod).ResourceVersion}
-	case <-c.deadline:
-		return restartfsm.DeadlinePassed{}
-	}
-}
-
-// apply applies the last event to the staged cache, as the store would.
-func (c *catchUp) apply() {
-	p := c.event.Object.(*corev1.Pod)
-	key := p.Namespace + "/" + p.Name
-	if c.event.Type == watch.Deleted {
-		delete(c.staged, key)
-		return
-	}
-	c.staged[key] = p
-}
-
-func (c *catchUp) stop() {
-	if c.w != nil {
-		c.w.Stop()
-		c.w = nil
+		staged[string(key)] = p
 	}
 }
 
