@@ -212,9 +212,6 @@ func New(cfg Config) *Machine {
 // State returns the machine's state.
 func (m *Machine) State() State { return m.state }
 
-// Target returns the version the watch must reach, once probed.
-func (m *Machine) Target() string { return m.target }
-
 // errUnexpected reports an input that cannot come in the current state: a
 // bug of the caller, which the machine answers by falling back.
 var errUnexpected = errors.New("restartfsm: unexpected input")
@@ -263,6 +260,7 @@ func (m *Machine) Step(in Input) Action {
 	return m.fallback(Failed, fmt.Errorf("%w %T in state %v", errUnexpected, in, m.state))
 }
 
+// loaded applies rules R1 (load) and R2 (comparable) to the snapshot.
 func (m *Machine) loaded(in Loaded) Action {
 	switch {
 	case in.Missing:
@@ -278,7 +276,7 @@ func (m *Machine) loaded(in Loaded) Action {
 	return Action{Kind: Probe}
 }
 
-// probed applies the rule "target": the snapshot may not be newer than the
+// probed applies rule R3 (target): the snapshot may not be newer than the
 // server, and is already caught up if it is as new.
 func (m *Machine) probed(in Probed) Action {
 	if in.Err != nil {
@@ -308,8 +306,8 @@ func (m *Machine) watch(backoff bool) Action {
 	return a
 }
 
-// opened applies the rule "already there": a snapshot as new as the target
-// needs no event.
+// opened ends R3: a snapshot as new as the target needs no event. Both
+// versions are well formed, so equal strings are equal versions.
 func (m *Machine) opened() Action {
 	m.state = CatchingUp
 	if m.last == m.target {
@@ -319,11 +317,10 @@ func (m *Machine) opened() Action {
 	return Action{Kind: Wait}
 }
 
-// watchFailed applies the rule "resume": a watch that ends cleanly (its
+// watchFailed applies rule R4 (resume): a watch that ends cleanly (its
 // short timeout, most often) or on a retriable error is opened again from
-// the last version applied; 410 and
-// "too large" fall back, as does anything else, which the fresh sync will
-// meet and report the way client-go does.
+// the last version applied; 410 and "too large" fall back, as does anything
+// else, which the fresh sync will meet and report the way client-go does.
 func (m *Machine) watchFailed(err error) Action {
 	switch c := reflectorfsm.Classify(err); {
 	case err == nil:
@@ -339,9 +336,9 @@ func (m *Machine) watchFailed(err error) Action {
 	}
 }
 
-// reached applies the rule "passed": the first event or bookmark at or
-// past the target proves every change up to it has been applied, since a
-// watch delivers in order.
+// reached applies rule R5 (passed): the first event or bookmark at or past
+// the target proves every change up to it has been applied, since a watch
+// delivers in order.
 func (m *Machine) reached(rv string, event bool) Action {
 	cmp, err := resourceversion.CompareResourceVersion(rv, m.target)
 	if err != nil {
