@@ -14,7 +14,8 @@
 //	catching-up  events are applied to the staged cache, unseen by handlers,
 //	             until one, or a bookmark, reaches the target
 //	synced       the staged cache is handed over as a LIST's result at the
-//	             version reached, and the watch goes on as the informer's
+//	             version reached, from which the informer watches as after
+//	             any LIST
 //	fallback     the staged cache is dropped and the informer syncs as if
 //	             there were no snapshot, from a consistent read; logged once
 //

@@ -49,7 +49,8 @@ const (
 	Apply
 	// Sync hands the staged cache over as the result of a LIST at
 	// Action.ResourceVersion (handlers get an add for each object, in the
-	// initial list) and continues the open watch as the informer's. With
+	// initial list), after which the informer watches from that version
+	// as after any LIST; the catch-up watch is closed. With
 	// Action.ApplyFirst the event just reported is applied first.
 	Sync
 	// Fallback drops the staged cache, logs Action.Reason and Action.Err

@@ -295,7 +295,6 @@ func (d *driver) restart() result {
 		rv, cache := d.freshSync()
 		return result{reason: res.Reason, rv: rv, cache: cache}
 	}
-	res.Watch.Stop()
 	by := "bookmark"
 	switch {
 	case res.ResourceVersion == d.loadedRV:

@@ -3,6 +3,11 @@
 // the server, resumes the watch, feeds every outcome to the machine and
 // applies catch-up events to the caller's staged cache, until the machine
 // says synced or fallback. It knows nothing of how the cache is stored.
+//
+// On success the catch-up watch is closed, not handed over: the reflector
+// then watches from the synced version as after any LIST, with its own
+// timeout and its own "very short watch" clock, which a watch opened
+// seconds earlier with a 3 s timeout would trip.
 package catchup
 
 import (
@@ -49,11 +54,9 @@ type Config struct {
 // Result is how a restart ended.
 type Result struct {
 	// Synced reports that the staged cache caught up at ResourceVersion:
-	// hand it over as a LIST's result at that version, and go on with
-	// Watch, which is open and positioned after it.
+	// hand it over as a LIST's result at that version, and watch from it.
 	Synced          bool
 	ResourceVersion string
-	Watch           watch.Interface
 	// Reason and Err explain a fallback, already logged; Err alone is the
 	// context's error when Run was stopped.
 	Reason restartfsm.Reason
@@ -122,7 +125,8 @@ func (r *run) loop() Result {
 			if a.ApplyFirst {
 				r.cfg.Apply(r.event)
 			}
-			return Result{Synced: true, ResourceVersion: a.ResourceVersion, Watch: r.w}
+			r.stopWatch()
+			return Result{Synced: true, ResourceVersion: a.ResourceVersion}
 		case restartfsm.Fallback:
 			r.stopWatch()
 			return Result{Reason: a.Reason, Err: a.Err}

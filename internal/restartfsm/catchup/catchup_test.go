@@ -25,9 +25,9 @@ func pod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 }
 
-// The watch Run hands over stays open after the synced version: the
-// informer goes on with the events that follow.
-func TestSyncedRunHandsOverTheOpenWatch(t *testing.T) {
+// A synced Run closes its watch; a watch from the synced version, the
+// informer's next request, gets every later change.
+func TestSyncedRunClosesItsWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := fake.MustNew(fake.Options{Object: &corev1.Pod{}})
 		_, err := srv.Create(pod("a")) // 2
@@ -41,15 +41,20 @@ func TestSyncedRunHandsOverTheOpenWatch(t *testing.T) {
 			Apply:         func(ev watch.Event) { applied = append(applied, string(ev.Type)+" "+ev.Object.(*corev1.Pod).Name) },
 		})
 		require.True(t, res.Synced)
-		defer res.Watch.Stop()
 		assert.Equal(t, "3", res.ResourceVersion)
 		assert.Equal(t, []string{"ADDED b"}, applied)
-		_, err = srv.Delete("ns", "a") // 4
+		synctest.Wait()
+		assert.Zero(t, srv.OpenWatches())
+		assert.Equal(t, fake.RequestCounts{ProbeLists: 1, ResumedWatches: 1}, srv.RequestCounts())
+
+		_, err = srv.Delete("ns", "a") // 4, while nothing watches
 		require.NoError(t, err)
-		ev := <-res.Watch.ResultChan()
+		w, err := srv.Watch(metav1.ListOptions{ResourceVersion: res.ResourceVersion})
+		require.NoError(t, err)
+		defer w.Stop()
+		ev := <-w.ResultChan()
 		assert.Equal(t, watch.Deleted, ev.Type)
 		assert.Equal(t, "4", ev.Object.(*corev1.Pod).ResourceVersion)
-		assert.Equal(t, fake.RequestCounts{ProbeLists: 1, ResumedWatches: 1}, srv.RequestCounts())
 	})
 }
 
