@@ -20,6 +20,11 @@
 // checksum after the last: records it hands out are only trustworthy once
 // Next has returned io.EOF. Every refusal is an *Error naming its Reason.
 //
+// A journal (journal.go) records the changes applied after a snapshot, one
+// checksummed frame each, so that a restart after a crash resumes from the
+// last change; a reader stops at a torn tail, since any prefix of the
+// changes is a state the server had.
+//
 // The package knows nothing of Kubernetes objects: the store decides what a
 // value holds (a compact encoding, or an object encoded the same way).
 package snapshot

@@ -120,29 +120,7 @@ func (r *Reader) Next() (key, value []byte, err error) {
 }
 
 func (r *Reader) readHeader() error {
-	got := make([]byte, len(magic))
-	if err := r.full(got); err != nil {
-		if ReasonOf(err) == TruncatedReason {
-			return r.refuse(NotSnapshotReason, "shorter than the magic bytes")
-		}
-		return err
-	}
-	if string(got) != magic {
-		return r.refuse(NotSnapshotReason, fmt.Sprintf("starts with %q", got))
-	}
-	version, err := r.uvarint()
-	if err != nil {
-		return err
-	}
-	if version != FormatVersion {
-		return &Error{Reason: FormatVersionReason, Path: r.path, Field: "format version",
-			Got: strconv.FormatUint(version, 10), Want: strconv.Itoa(FormatVersion)}
-	}
-	raw, err := r.bytes(nil, maxHeader, "header")
-	if err != nil {
-		return err
-	}
-	if err := r.parseHeader(raw); err != nil {
+	if err := r.readPrelude(magic); err != nil {
 		return err
 	}
 	count, err := r.uvarint()
@@ -154,6 +132,42 @@ func (r *Reader) readHeader() error {
 		return r.refuse(TruncatedReason, fmt.Sprintf("%d records cannot fit", count))
 	}
 	r.records, r.header.Count = int(count), int(count)
+	return nil
+}
+
+// readPrelude reads the magic, the format version and the header.
+func (r *Reader) readPrelude(want string) error {
+	if err := r.readMagic(want); err != nil {
+		return err
+	}
+	raw, err := r.bytes(nil, maxHeader, "header")
+	if err != nil {
+		return err
+	}
+	return r.parseHeader(raw)
+}
+
+// readMagic reads what snapshots and journals start with: their magic
+// (want) and the format version.
+func (r *Reader) readMagic(want string) error {
+	got := make([]byte, len(want))
+	if err := r.full(got); err != nil {
+		if ReasonOf(err) == TruncatedReason {
+			return r.refuse(NotSnapshotReason, "shorter than the magic bytes")
+		}
+		return err
+	}
+	if string(got) != want {
+		return r.refuse(NotSnapshotReason, fmt.Sprintf("starts with %q", got))
+	}
+	version, err := r.uvarint()
+	if err != nil {
+		return err
+	}
+	if version != FormatVersion {
+		return &Error{Reason: FormatVersionReason, Path: r.path, Field: "format version",
+			Got: strconv.FormatUint(version, 10), Want: strconv.Itoa(FormatVersion)}
+	}
 	return nil
 }
 
