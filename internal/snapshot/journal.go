@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"os"
 )
 
@@ -162,7 +160,6 @@ func (j *JournalWriter) Close() error {
 // JournalReader reads a journal's changes in order.
 type JournalReader struct {
 	r    *Reader
-	file *os.File
 	buf  []byte
 	torn error
 	done bool
@@ -174,25 +171,13 @@ type JournalReader struct {
 // A journal that does not is refused (MismatchReason, field "snapshot
 // resource version"), as is a missing one (MissingReason).
 func OpenJournal(path string, snapshot *Header) (*JournalReader, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &Error{Reason: MissingReason, Path: path}
-	}
-	if err != nil {
-		return nil, &Error{Reason: IOReason, Path: path, Err: err}
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, &Error{Reason: IOReason, Path: path, Err: err}
-	}
-	j, err := newJournalReader(path, f, st.Size(), snapshot)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	j.file = f
-	return j, nil
+	return openFile(path, func(f *os.File, size int64) (*JournalReader, error) {
+		j, err := newJournalReader(path, f, size, snapshot)
+		if err == nil {
+			j.r.file = f
+		}
+		return j, err
+	})
 }
 
 // NewJournalReader reads a journal of size bytes (-1 if unknown) from src
@@ -261,14 +246,7 @@ func (j *JournalReader) Header() Header { return j.r.header }
 func (j *JournalReader) Torn() error { return j.torn }
 
 // Close closes the file OpenJournal opened.
-func (j *JournalReader) Close() error {
-	if j.file == nil {
-		return nil
-	}
-	err := j.file.Close()
-	j.file = nil
-	return err
-}
+func (j *JournalReader) Close() error { return j.r.Close() }
 
 // frame reads one frame's payload: ok is false at the clean end (no byte
 // left) and at a torn or damaged frame, recorded in j.torn; err is an I/O

@@ -41,6 +41,18 @@ type Reader struct {
 // Open opens the snapshot at path and checks its header against expect
 // (see NewReader). A missing file is an *Error with MissingReason.
 func Open(path string, expect *Header) (*Reader, error) {
+	return openFile(path, func(f *os.File, size int64) (*Reader, error) {
+		r, err := newReader(path, f, size, expect)
+		if err == nil {
+			r.file = f
+		}
+		return r, err
+	})
+}
+
+// openFile opens path and makes a Reader of it with read, which the Reader
+// then closes; the file is closed at once if read fails.
+func openFile[R any](path string, read func(f *os.File, size int64) (*R, error)) (*R, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{Reason: MissingReason, Path: path}
@@ -53,12 +65,11 @@ func Open(path string, expect *Header) (*Reader, error) {
 		f.Close()
 		return nil, &Error{Reason: IOReason, Path: path, Err: err}
 	}
-	r, err := newReader(path, f, st.Size(), expect)
+	r, err := read(f, st.Size())
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	r.file = f
 	return r, nil
 }
 
