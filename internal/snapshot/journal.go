@@ -53,7 +53,8 @@ const maxFrame = maxKey + maxValue + 1<<10
 
 // JournalWriter appends to a journal. It is not safe for concurrent use.
 type JournalWriter struct {
-	f       *os.File
+	path    string
+	f       *os.File // nil for NewJournalWriter's
 	buf     *bufio.Writer
 	payload []byte
 	err     error
@@ -70,18 +71,33 @@ func CreateJournal(path string, h Header) (*JournalWriter, error) {
 	if err != nil {
 		return nil, &Error{Reason: IOReason, Path: path, Err: err}
 	}
-	j := &JournalWriter{f: f, buf: bufio.NewWriterSize(f, writeBuffer)}
-	prelude := append([]byte(journalMagic), FormatVersion)
-	if _, err := j.buf.Write(prelude); err != nil {
-		f.Close()
-		return nil, &Error{Reason: IOReason, Path: path, Err: err}
-	}
-	j.frame(appendHeader(nil, &h))
-	if err := j.Flush(); err != nil {
+	j := &JournalWriter{path: path, f: f}
+	if err := j.start(f, h); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return j, nil
+}
+
+// NewJournalWriter starts a journal written to dst (see CreateJournal);
+// Close flushes it and closes nothing.
+func NewJournalWriter(dst io.Writer, h Header) (*JournalWriter, error) {
+	if err := h.valid(); err != nil {
+		return nil, err
+	}
+	j := &JournalWriter{}
+	if err := j.start(dst, h); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// start writes the magic, the version and the header's frame.
+func (j *JournalWriter) start(dst io.Writer, h Header) error {
+	j.buf = bufio.NewWriterSize(dst, writeBuffer)
+	_, j.err = j.buf.Write(append([]byte(journalMagic), FormatVersion))
+	j.frame(appendHeader(nil, &h))
+	return j.Flush()
 }
 
 // Put records that value was stored under key, making the cache's version rv.
@@ -143,7 +159,7 @@ func (j *JournalWriter) Flush() error {
 		j.err = j.buf.Flush()
 	}
 	if j.err != nil {
-		return &Error{Reason: IOReason, Path: j.f.Name(), Err: j.err}
+		return &Error{Reason: IOReason, Path: j.path, Err: j.err}
 	}
 	return nil
 }
@@ -151,8 +167,11 @@ func (j *JournalWriter) Flush() error {
 // Close flushes and closes the journal.
 func (j *JournalWriter) Close() error {
 	err := j.Flush()
+	if j.f == nil {
+		return err
+	}
 	if cerr := j.f.Close(); err == nil && cerr != nil {
-		err = &Error{Reason: IOReason, Path: j.f.Name(), Err: cerr}
+		err = &Error{Reason: IOReason, Path: j.path, Err: cerr}
 	}
 	return err
 }

@@ -25,10 +25,10 @@ func testChanges() []change {
 	}
 }
 
-// journalBytes writes changes after the snapshot h to a file and returns it.
+// journalBytes writes changes after the snapshot h to memory.
 func journalBytes(t testing.TB, h Header, changes []change) []byte {
-	path := filepath.Join(t.TempDir(), "journal")
-	j, err := CreateJournal(path, h)
+	var buf bytes.Buffer
+	j, err := NewJournalWriter(&buf, h)
 	require.NoError(t, err)
 	for _, c := range changes {
 		switch c.op {
@@ -41,9 +41,7 @@ func journalBytes(t testing.TB, h Header, changes []change) []byte {
 		}
 	}
 	require.NoError(t, j.Close())
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return data
+	return buf.Bytes()
 }
 
 // readJournal reads data's changes until io.EOF.
@@ -133,10 +131,24 @@ func TestJournalOfAnotherSnapshotIsRefused(t *testing.T) {
 	assert.Equal(t, MissingReason, ReasonOf(err))
 }
 
-func TestOpenJournal(t *testing.T) {
+// A journal file holds what NewJournalWriter writes; OpenJournal reads it.
+func TestJournalFile(t *testing.T) {
 	h := testHeader(3)
 	path := filepath.Join(t.TempDir(), "journal")
-	require.NoError(t, os.WriteFile(path, journalBytes(t, h, testChanges()), 0o644))
+	w, err := CreateJournal(path, h)
+	require.NoError(t, err)
+	for _, c := range testChanges()[:2] {
+		if c.op == Put {
+			require.NoError(t, w.Put(c.rv, c.key, []byte(c.value)))
+		} else {
+			require.NoError(t, w.Delete(c.rv, c.key))
+		}
+	}
+	require.NoError(t, w.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, journalBytes(t, h, testChanges()[:2]), data)
+
 	j, err := OpenJournal(path, &h)
 	require.NoError(t, err)
 	c, err := j.Next()
