@@ -61,9 +61,12 @@ func TestRandomRestarts(t *testing.T) {
 			outcomes[want]++
 			passed[got.passedBy]++
 		}
-		t.Logf("outcomes of %d restarts: %v; synced by %v", restarts, outcomes, passed)
+		t.Logf("outcomes of %d restarts: %v; synced by %v; journal %v", restarts, outcomes, passed, d.journalStats)
 		for _, by := range []string{"event", "bookmark", "open"} {
 			assert.Positive(t, passed[by], "no restart synced by %s", by)
+		}
+		for _, what := range []string{"replayed", "torn", "rescued"} {
+			assert.Positive(t, d.journalStats[what], "no restart's journal was %s", what)
 		}
 		for _, want := range []string{"synced", "fallback: snapshot unusable", "fallback: snapshot newer than the server",
 			"fallback: snapshot older than the server's watch window", "fallback: catch-up failed"} {
@@ -81,18 +84,34 @@ type driver struct {
 	// file is the snapshot "on disk", nil for none. It is kept in memory:
 	// the file's atomic write is internal/snapshot's to test, and a
 	// thousand fsyncs would make this test slow.
-	file  []byte
-	names int
+	file []byte
+	// header is file's header.
+	header snapshot.Header
+	// journal follows file: the changes the running informer applied after
+	// the snapshot, as a JournalWriter wrote them (nil for none), and where
+	// each frame ends, with its version.
+	journal []byte
+	frames  []frameEnd
+	names   int
 	// floor is the server's resourceVersion at its last compaction or
 	// restart: a snapshot older than it is out of the window.
 	floor uint64
 	// spoiled says how the file was damaged since it was last written, as
 	// the outcome it calls for ("" for intact).
 	spoiled string
+	// journalStats counts restarts that replayed a journal, found it torn,
+	// and were rescued by it: warm, from a snapshot alone out of the window.
+	journalStats map[string]int
 	// faults are what round injected for the coming restart.
 	faults faults
 	// loadedRV is the version of the snapshot the last restart loaded.
 	loadedRV string
+}
+
+// frameEnd is where a journal frame ends and the version it records.
+type frameEnd struct {
+	offset int
+	rv     uint64
 }
 
 // faults are one restart's injected troubles besides the file's.
@@ -101,7 +120,8 @@ type faults struct {
 }
 
 func newDriver(t *testing.T, seed uint64) *driver {
-	d := &driver{t: t, rnd: rand.New(rand.NewPCG(seed, seed)), srv: fake.MustNew(fake.Options{Object: &corev1.Pod{}, HistorySize: 1 << 20})}
+	d := &driver{t: t, rnd: rand.New(rand.NewPCG(seed, seed)), srv: fake.MustNew(fake.Options{Object: &corev1.Pod{}, HistorySize: 1 << 20}),
+		journalStats: map[string]int{}}
 	for range 20 {
 		d.create(d.rnd)
 	}
@@ -111,10 +131,10 @@ func newDriver(t *testing.T, seed uint64) *driver {
 // round makes one restart after a downtime and returns its result and the
 // outcome the injected faults call for.
 func (d *driver) round() (result, string) {
-	snapshotRV := d.snapshotRV()
+	resumeRV := d.resumeRV()
 	d.downtime()
 	d.faults = d.injectFaults()
-	want := d.expected(snapshotRV)
+	want := d.expected(resumeRV)
 	d.srv.ResetRequests()
 	var writes sync.WaitGroup
 	if d.rnd.IntN(2) == 0 { // else the resource stays quiet during the catch-up too
@@ -123,21 +143,106 @@ func (d *driver) round() (result, string) {
 	}
 	r := d.restart()
 	writes.Wait()
-	d.check(r, snapshotRV)
+	d.check(r, resumeRV)
+	d.countJournal(r, resumeRV)
 	if d.rnd.IntN(5) > 0 { // else a crash: the next restart finds this snapshot again
 		d.save(r)
+		if d.rnd.IntN(2) == 0 {
+			d.runAndJournal(r.rv)
+		}
 	}
 	return r, want
 }
 
-// snapshotRV is the version of the snapshot on disk, 0 for none.
-func (d *driver) snapshotRV() uint64 {
+// countJournal adds a restart to journalStats.
+func (d *driver) countJournal(r result, resumeRV uint64) {
+	if len(d.frames) == 0 || d.spoiled != "" {
+		return
+	}
+	snapshotRV, err := strconv.ParseUint(d.header.ResourceVersion, 10, 64)
+	require.NoError(d.t, err)
+	if resumeRV > snapshotRV {
+		d.journalStats["replayed"]++
+	}
+	if d.frames[len(d.frames)-1].offset > len(d.journal) {
+		d.journalStats["torn"]++
+	}
+	if r.synced && snapshotRV < d.floor {
+		d.journalStats["rescued"]++
+	}
+}
+
+// resumeRV is the version a restart resumes from: the last complete frame's
+// of the journal, else the snapshot's; 0 for no snapshot.
+func (d *driver) resumeRV() uint64 {
+	for i := len(d.frames) - 1; i >= 0; i-- {
+		if d.frames[i].offset <= len(d.journal) {
+			return d.frames[i].rv
+		}
+	}
 	r, err := d.open(nil)
 	if err != nil {
 		return 0
 	}
 	rv, _ := strconv.ParseUint(r.Header().ResourceVersion, 10, 64)
 	return rv
+}
+
+// runAndJournal plays the informer running after a restart synced at rv:
+// more writes arrive, it applies every change since rv and journals it,
+// then it crashes, sometimes in the middle of a frame.
+func (d *driver) runAndJournal(rv string) {
+	for range d.rnd.IntN(8) {
+		d.write(d.rnd)
+	}
+	if d.rnd.IntN(3) == 0 {
+		d.srv.AdvanceResourceVersion(1 + uint64(d.rnd.IntN(3)))
+	}
+	current := d.srv.ResourceVersion()
+	if current == rv {
+		return
+	}
+	var buf bytes.Buffer
+	j, err := snapshot.NewJournalWriter(&buf, d.header)
+	require.NoError(d.t, err)
+	w := d.watchRetrying(rv)
+	defer w.Stop()
+	last := rv
+	for last != current {
+		select {
+		case ev := <-w.ResultChan():
+			p := ev.Object.(*corev1.Pod)
+			last = p.ResourceVersion
+			key := p.Namespace + "/" + p.Name
+			if ev.Type == watch.Deleted {
+				require.NoError(d.t, j.Delete(last, key))
+			} else {
+				require.NoError(d.t, j.Put(last, key, encode(d.t, p)))
+			}
+		case <-time.After(time.Second): // no event: the rest is other resources' writes
+			last = current
+			require.NoError(d.t, j.Progress(last))
+		}
+		require.NoError(d.t, j.Flush())
+		n, err := strconv.ParseUint(last, 10, 64)
+		require.NoError(d.t, err)
+		d.frames = append(d.frames, frameEnd{offset: buf.Len(), rv: n})
+	}
+	d.journal = buf.Bytes()
+	if d.rnd.IntN(10) == 0 { // the crash tore the last frame
+		d.journal = d.journal[:len(d.journal)-1-d.rnd.IntN(3)]
+	}
+}
+
+// watchRetrying watches from rv, through the request faults left queued.
+func (d *driver) watchRetrying(rv string) watch.Interface {
+	for {
+		w, err := d.srv.Watch(metav1.ListOptions{ResourceVersion: rv})
+		if err == nil {
+			return w
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // downtime changes the server while the controller is down.
@@ -339,8 +444,9 @@ func (d *driver) load(staged map[string]*corev1.Pod) (string, error) {
 	for {
 		key, value, err := r.Next()
 		if err == io.EOF {
-			d.loadedRV = r.Header().ResourceVersion
-			return d.loadedRV, nil
+			h := r.Header()
+			d.loadedRV, err = d.replay(&h, staged)
+			return d.loadedRV, err
 		}
 		if err != nil {
 			return "", err
@@ -352,6 +458,35 @@ func (d *driver) load(staged map[string]*corev1.Pod) (string, error) {
 			return "", err
 		}
 		staged[string(key)] = p
+	}
+}
+
+// replay applies the journal that follows the loaded snapshot h to staged,
+// up to its last complete frame, and returns the version reached.
+func (d *driver) replay(h *snapshot.Header, staged map[string]*corev1.Pod) (string, error) {
+	if d.journal == nil {
+		return h.ResourceVersion, nil
+	}
+	j, err := snapshot.NewJournalReader(bytes.NewReader(d.journal), int64(len(d.journal)), h)
+	require.NoError(d.t, err, "the journal follows the snapshot it was started with")
+	rv := h.ResourceVersion
+	for {
+		c, err := j.Next()
+		if err == io.EOF {
+			return rv, nil
+		}
+		require.NoError(d.t, err)
+		rv = c.ResourceVersion
+		switch c.Op {
+		case snapshot.Put:
+			p := &corev1.Pod{}
+			if err := p.Unmarshal(c.Value); err != nil {
+				return "", err
+			}
+			staged[string(c.Key)] = p
+		case snapshot.Delete:
+			delete(staged, string(c.Key))
+		}
 	}
 }
 
@@ -433,7 +568,8 @@ func (d *driver) save(r result) {
 		require.NoError(d.t, w.Add(k, encode(d.t, r.cache[k])))
 	}
 	require.NoError(d.t, w.Commit())
-	d.file, d.spoiled = buf.Bytes(), ""
+	d.file, d.spoiled, d.header = buf.Bytes(), "", h
+	d.journal, d.frames = nil, nil
 }
 
 // open reads the snapshot's header.
