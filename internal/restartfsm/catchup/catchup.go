@@ -35,10 +35,10 @@ const DefaultBackoff = time.Second
 type Config struct {
 	// ListerWatcher is the informer's.
 	ListerWatcher clientcache.ListerWatcherWithContext
-	// Load reads the snapshot into the staged cache and returns its
-	// resourceVersion; an error whose snapshot.ReasonOf is MissingReason
-	// means there is none. Records must be kept only once the whole file
-	// verified.
+	// Load reads the snapshot, and the journal that follows it, into the
+	// staged cache and returns the version reached; an error whose
+	// snapshot.ReasonOf is MissingReason means there is none. Records must
+	// be kept only once the whole snapshot verified.
 	Load func() (resourceVersion string, err error)
 	// Apply applies a catch-up event (ADDED, MODIFIED or DELETED) to the
 	// staged cache; handlers are not told.
