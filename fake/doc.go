@@ -60,7 +60,19 @@
 // a failure always produces one.
 //
 // Requests returns every LIST and WATCH received with its options, for assertions such as
-// "the informer relisted from resourceVersion X".
+// "the informer relisted from resourceVersion X". RequestCounts counts them by RequestKind
+// (full lists, further pages, limit=1 probes, watches with and without initial state), so a
+// test can assert "no full sync": RequestCounts().FullSyncs() == 0.
+//
+// # Testing warm restarts
+//
+// A restarted informer that resumes from a snapshot (docs/RESTART.md) meets the same server
+// rules: a WATCH from a resourceVersion inside the history window replays every change since,
+// deletes included; below it, 410; a LIST with limit=1 and resourceVersion "" returns the
+// current version. Make the changes while "down" with Create, Update and Delete, push the
+// snapshot's version out of the window with Compact or a small Options.HistorySize, serve from
+// a fresh Server to play a snapshot newer than the cluster, and use AdvanceResourceVersion with a
+// step of the fake clock for a quiet resource that only a bookmark moves past the target.
 //
 // # Fast, deterministic fault tests with testing/synctest
 //

@@ -1,6 +1,8 @@
 package fake
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -49,4 +51,92 @@ func (s *Server) OpenWatches() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.watchers)
+}
+
+// RequestKind says what a request costs the server, so that a test can assert, say, that a
+// restarted informer made no full LIST.
+type RequestKind int
+
+// The kinds of request.
+const (
+	// FullList is a LIST that reads the collection: no continue token and a limit other than 1,
+	// or resourceVersion "0" (whose limit the server ignores). A paginated full list is one
+	// FullList followed by ListPages.
+	FullList RequestKind = iota
+	// ListPage is a LIST continuing a paginated one.
+	ListPage
+	// ProbeList is a LIST with limit=1 and no continue token, such as a warm restart's probe of
+	// the current resourceVersion.
+	ProbeList
+	// InitialWatch is a WATCH that streams the current state first: a watch-list
+	// (sendInitialEvents=true) or a legacy watch from "" or "0".
+	InitialWatch
+	// ResumedWatch is a WATCH without initial events: from a resourceVersion, or from now.
+	ResumedWatch
+)
+
+// String names the kind.
+func (k RequestKind) String() string {
+	switch k {
+	case FullList:
+		return "full list"
+	case ListPage:
+		return "list page"
+	case ProbeList:
+		return "probe list"
+	case InitialWatch:
+		return "initial watch"
+	case ResumedWatch:
+		return "resumed watch"
+	}
+	return fmt.Sprintf("RequestKind(%d)", int(k))
+}
+
+// Kind classifies the request.
+func (r Request) Kind() RequestKind {
+	o := r.Options
+	if r.Verb == VerbWatch {
+		unversioned := o.ResourceVersion == "" || o.ResourceVersion == "0"
+		if (o.SendInitialEvents != nil && *o.SendInitialEvents) || (o.SendInitialEvents == nil && unversioned) {
+			return InitialWatch
+		}
+		return ResumedWatch
+	}
+	switch {
+	case o.Continue != "":
+		return ListPage
+	case o.Limit == 1 && o.ResourceVersion != "0":
+		return ProbeList
+	}
+	return FullList
+}
+
+// RequestCounts is how many requests of each kind the server received.
+type RequestCounts struct {
+	FullLists, ListPages, ProbeLists, InitialWatches, ResumedWatches int
+}
+
+// FullSyncs is how many requests read the whole collection: full lists and initial watches.
+func (c RequestCounts) FullSyncs() int { return c.FullLists + c.InitialWatches }
+
+// RequestCounts counts the requests received since the last ResetRequests, failed ones included.
+func (s *Server) RequestCounts() RequestCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var c RequestCounts
+	for _, r := range s.requests {
+		switch r.Kind() {
+		case FullList:
+			c.FullLists++
+		case ListPage:
+			c.ListPages++
+		case ProbeList:
+			c.ProbeLists++
+		case InitialWatch:
+			c.InitialWatches++
+		case ResumedWatch:
+			c.ResumedWatches++
+		}
+	}
+	return c
 }
