@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	build "github.com/openinformer/cache/internal/informerbuild"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -132,27 +133,12 @@ func (r builtinResource) listWatch(client kubernetes.Interface, namespace string
 		return reflect.ValueOf(client).MethodByName(r.group).Call(nil)[0].MethodByName(r.resource).Call(args)[0]
 	}
 	list := func(ctx context.Context, opts metav1.ListOptions) (apiruntime.Object, error) {
-		if tweak != nil {
-			tweak(&opts)
-		}
 		out := target().MethodByName("List").Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
 		err, _ := out[1].Interface().(error)
 		return out[0].Interface().(apiruntime.Object), err
 	}
 	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		if tweak != nil {
-			tweak(&opts)
-		}
 		return target().Interface().(watcher).Watch(ctx, opts)
 	}
-	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (apiruntime.Object, error) {
-			return list(context.Background(), opts)
-		},
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
-			return watchFn(context.Background(), opts)
-		},
-		ListWithContextFunc:  list,
-		WatchFuncWithContext: watchFn,
-	}, client)
+	return build.ListWatch(client, tweak, list, watchFn)
 }

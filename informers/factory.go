@@ -91,7 +91,7 @@ func WithInformerName(informerName *cache.InformerName) SharedInformerOption {
 
 // NewSharedInformerFactory returns a factory of informers for every
 // namespace, resyncing every defaultResync (0: never).
-func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration) clientinformers.SharedInformerFactory {
+func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration) SharedInformerFactory {
 	return NewSharedInformerFactoryWithOptions(client, defaultResync)
 }
 
@@ -99,13 +99,13 @@ func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Du
 // whose requests pass through tweakListOptions.
 //
 // Deprecated: Use NewSharedInformerFactoryWithOptions instead.
-func NewFilteredSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) clientinformers.SharedInformerFactory {
+func NewFilteredSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) SharedInformerFactory {
 	return NewSharedInformerFactoryWithOptions(client, defaultResync, WithNamespace(namespace), WithTweakListOptions(tweakListOptions))
 }
 
 // NewSharedInformerFactoryWithOptions returns a factory configured by
 // options, applied in order.
-func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultResync time.Duration, options ...SharedInformerOption) clientinformers.SharedInformerFactory {
+func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultResync time.Duration, options ...SharedInformerOption) SharedInformerFactory {
 	f := &sharedInformerFactory{
 		client:           client,
 		namespace:        metav1.NamespaceAll,
@@ -222,7 +222,7 @@ func (f *sharedInformerFactory) InformerFor(obj runtime.Object, newFunc internal
 }
 
 // ForResource returns the informer for a built-in resource.
-func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (clientinformers.GenericInformer, error) {
+func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	informer, ok := resources[resource]
 	if !ok {
 		return nil, fmt.Errorf("no informer found for %v", resource)
@@ -243,3 +243,11 @@ func (g *genericInformer) Informer() cache.SharedIndexInformer { return g.inform
 func (g *genericInformer) Lister() cache.GenericLister {
 	return cache.NewGenericLister(g.informer.GetIndexer(), g.resource)
 }
+
+// SharedInformerFactory is client-go's factory interface, which this
+// package's factories implement.
+type SharedInformerFactory = clientinformers.SharedInformerFactory
+
+// GenericInformer is client-go's informer-and-lister pair ForResource
+// returns.
+type GenericInformer = clientinformers.GenericInformer

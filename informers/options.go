@@ -2,7 +2,7 @@ package informers
 
 import (
 	cache "github.com/openinformer/cache"
-	"github.com/openinformer/cache/informers/internal/build"
+	build "github.com/openinformer/cache/internal/informerbuild"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 

@@ -1,7 +1,7 @@
-// Package build creates the informers of openinformer's factories (typed,
+// Package informerbuild creates the informers of openinformer's factories (typed,
 // dynamic and metadata) from what client-go's would get plus the user's
 // options, so the three factories apply them the same way.
-package build
+package informerbuild
 
 import (
 	"context"
