@@ -35,15 +35,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-)
 
-// rewrites maps each client-go import with an openinformer counterpart.
-var rewrites = map[string]string{
-	"k8s.io/client-go/tools/cache":               "github.com/openinformer/cache",
-	"k8s.io/client-go/informers":                 "github.com/openinformer/cache/informers",
-	"k8s.io/client-go/dynamic/dynamicinformer":   "github.com/openinformer/cache/dynamicinformer",
-	"k8s.io/client-go/metadata/metadatainformer": "github.com/openinformer/cache/metadatainformer",
-}
+	"github.com/openinformer/cache/internal/importmap"
+)
 
 func main() {
 	modfile := flag.String("modfile", "", "alternative go.mod (e.g. go.next.mod for the next client-go)")
@@ -242,7 +236,11 @@ func copyTests(src, dir string) (tests []string, internal bool, err error) {
 		if !externalTest(b) {
 			internal = true
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), rewriteImports(b), 0o644); err != nil {
+		b, _, err = importmap.Rewrite(name, b, importmap.Paths)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return nil, false, err
 		}
 		tests = append(tests, name)
@@ -255,15 +253,6 @@ var packageClause = regexp.MustCompile(`(?m)^package\s+(\w+)`)
 func externalTest(src []byte) bool {
 	m := packageClause.FindSubmatch(src)
 	return m != nil && bytes.HasSuffix(m[1], []byte("_test"))
-}
-
-// rewriteImports replaces each quoted client-go import path that has an
-// openinformer counterpart; other text is left alone.
-func rewriteImports(src []byte) []byte {
-	for from, to := range rewrites {
-		src = bytes.ReplaceAll(src, []byte(`"`+from+`"`), []byte(`"`+to+`"`))
-	}
-	return src
 }
 
 // copyPackage copies our package's non-test Go files into dir.
