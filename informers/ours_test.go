@@ -79,9 +79,13 @@ func accessors(v reflect.Value) func(func(reflect.Value) bool) {
 	}
 }
 
-// TestBuiltinIdentityMatchesForResource checks the resource found by
-// reflection over the clientset, for every type ForResource serves, against
-// the GVR client-go's generic.go lists for it.
+// TestBuiltinIdentityMatchesForResource checks the identity the builtins
+// table gives each type ForResource serves against the GVR client-go's
+// generic.go lists for it, and that every table entry is served. The table
+// holds the GVR client-go's generated informer identifies itself with,
+// which in v0.37.2 is the kind plus "s" ("ingresss", "endpointss",
+// "networkpolicys"); we
+// keep client-go's, so metrics are labelled as client-go labels them.
 func TestBuiltinIdentityMatchesForResource(t *testing.T) {
 	for gvr, informer := range resources {
 		f := NewSharedInformerFactory(fake.NewClientset(), 0).(*sharedInformerFactory)
@@ -90,10 +94,16 @@ func TestBuiltinIdentityMatchesForResource(t *testing.T) {
 			t.Fatalf("%v: %d informers", gvr, len(f.informers))
 		}
 		for typ := range f.informers {
-			got, ok := builtins()[typ]
+			got, ok := builtins[typ]
+			if ok && got.gvr.GroupVersion() == gvr.GroupVersion() && got.gvr.Resource == strings.ToLower(typ.Elem().Name())+"s" {
+				continue // client-go's naive plural, kept
+			}
 			if !ok || got.gvr != gvr {
-				t.Errorf("%v: type %v resolves to %+v (found %v)", gvr, typ, got, ok)
+				t.Errorf("%v: type %v resolves to %v (found %v)", gvr, typ, got.gvr, ok)
 			}
 		}
+	}
+	if len(builtins) != len(resources) {
+		t.Errorf("%d types in builtins, %d resources in ForResource", len(builtins), len(resources))
 	}
 }

@@ -76,6 +76,8 @@ import (
 	scheduling "k8s.io/client-go/informers/scheduling"
 	storage "k8s.io/client-go/informers/storage"
 	storagemigration "k8s.io/client-go/informers/storagemigration"
+	"k8s.io/client-go/kubernetes"
+	"reflect"
 )
 
 // Admissionregistration returns client-go's admissionregistration group informers, built on this factory.
@@ -599,4 +601,448 @@ var resources = map[schema.GroupVersionResource]func(*sharedInformerFactory) cac
 	storagemigrationv1beta1.SchemeGroupVersion.WithResource("storageversionmigrations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
 		return f.Storagemigration().V1beta1().StorageVersionMigrations().Informer()
 	},
+}
+
+// builtins is, per object type, the resource and the clientset call that
+// lists and watches it, as client-go's generated informer makes them.
+var builtins = map[reflect.Type]builtinResource{
+	reflect.TypeFor[*corev1.ComponentStatus](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "componentstatuss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().ComponentStatuses())
+	}},
+	reflect.TypeFor[*corev1.ConfigMap](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "configmaps"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().ConfigMaps(namespace))
+	}},
+	reflect.TypeFor[*corev1.Endpoints](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "endpointss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().Endpoints(namespace))
+	}},
+	reflect.TypeFor[*corev1.Event](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "events"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().Events(namespace))
+	}},
+	reflect.TypeFor[*corev1.LimitRange](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "limitranges"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().LimitRanges(namespace))
+	}},
+	reflect.TypeFor[*corev1.Namespace](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "namespaces"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().Namespaces())
+	}},
+	reflect.TypeFor[*corev1.Node](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "nodes"}, client: func(client kubernetes.Interface, namespace string) typedClient { return typed(client.CoreV1().Nodes()) }},
+	reflect.TypeFor[*corev1.PersistentVolumeClaim](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "persistentvolumeclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().PersistentVolumeClaims(namespace))
+	}},
+	reflect.TypeFor[*corev1.PersistentVolume](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "persistentvolumes"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().PersistentVolumes())
+	}},
+	reflect.TypeFor[*corev1.Pod](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "pods"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().Pods(namespace))
+	}},
+	reflect.TypeFor[*corev1.PodTemplate](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "podtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().PodTemplates(namespace))
+	}},
+	reflect.TypeFor[*corev1.ReplicationController](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "replicationcontrollers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().ReplicationControllers(namespace))
+	}},
+	reflect.TypeFor[*corev1.ResourceQuota](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "resourcequotas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().ResourceQuotas(namespace))
+	}},
+	reflect.TypeFor[*corev1.Secret](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "secrets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().Secrets(namespace))
+	}},
+	reflect.TypeFor[*corev1.ServiceAccount](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "serviceaccounts"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().ServiceAccounts(namespace))
+	}},
+	reflect.TypeFor[*corev1.Service](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "services"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoreV1().Services(namespace))
+	}},
+	reflect.TypeFor[*v1.MutatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings())
+	}},
+	reflect.TypeFor[*v1.MutatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1().MutatingAdmissionPolicies())
+	}},
+	reflect.TypeFor[*v1.MutatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1().MutatingWebhookConfigurations())
+	}},
+	reflect.TypeFor[*v1.ValidatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings())
+	}},
+	reflect.TypeFor[*v1.ValidatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1().ValidatingAdmissionPolicies())
+	}},
+	reflect.TypeFor[*v1.ValidatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1().ValidatingWebhookConfigurations())
+	}},
+	reflect.TypeFor[*v1alpha1.MutatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "mutatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicyBindings())
+	}},
+	reflect.TypeFor[*v1alpha1.MutatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "mutatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicies())
+	}},
+	reflect.TypeFor[*v1alpha1.ValidatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "validatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicyBindings())
+	}},
+	reflect.TypeFor[*v1alpha1.ValidatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "validatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicies())
+	}},
+	reflect.TypeFor[*v1beta1.MutatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings())
+	}},
+	reflect.TypeFor[*v1beta1.MutatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1beta1().MutatingAdmissionPolicies())
+	}},
+	reflect.TypeFor[*v1beta1.MutatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1beta1().MutatingWebhookConfigurations())
+	}},
+	reflect.TypeFor[*v1beta1.ValidatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicyBindings())
+	}},
+	reflect.TypeFor[*v1beta1.ValidatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicies())
+	}},
+	reflect.TypeFor[*v1beta1.ValidatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AdmissionregistrationV1beta1().ValidatingWebhookConfigurations())
+	}},
+	reflect.TypeFor[*appsv1.ControllerRevision](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1().ControllerRevisions(namespace))
+	}},
+	reflect.TypeFor[*appsv1.DaemonSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1().DaemonSets(namespace))
+	}},
+	reflect.TypeFor[*appsv1.Deployment](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1().Deployments(namespace))
+	}},
+	reflect.TypeFor[*appsv1.ReplicaSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1().ReplicaSets(namespace))
+	}},
+	reflect.TypeFor[*appsv1.StatefulSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1().StatefulSets(namespace))
+	}},
+	reflect.TypeFor[*appsv1beta1.ControllerRevision](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "controllerrevisions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta1().ControllerRevisions(namespace))
+	}},
+	reflect.TypeFor[*appsv1beta1.Deployment](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta1().Deployments(namespace))
+	}},
+	reflect.TypeFor[*appsv1beta1.StatefulSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "statefulsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta1().StatefulSets(namespace))
+	}},
+	reflect.TypeFor[*v1beta2.ControllerRevision](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "controllerrevisions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta2().ControllerRevisions(namespace))
+	}},
+	reflect.TypeFor[*v1beta2.DaemonSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "daemonsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta2().DaemonSets(namespace))
+	}},
+	reflect.TypeFor[*v1beta2.Deployment](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta2().Deployments(namespace))
+	}},
+	reflect.TypeFor[*v1beta2.ReplicaSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "replicasets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta2().ReplicaSets(namespace))
+	}},
+	reflect.TypeFor[*v1beta2.StatefulSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "statefulsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AppsV1beta2().StatefulSets(namespace))
+	}},
+	reflect.TypeFor[*autoscalingv1.HorizontalPodAutoscaler](): {gvr: schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AutoscalingV1().HorizontalPodAutoscalers(namespace))
+	}},
+	reflect.TypeFor[*v2.HorizontalPodAutoscaler](): {gvr: schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.AutoscalingV2().HorizontalPodAutoscalers(namespace))
+	}},
+	reflect.TypeFor[*batchv1.CronJob](): {gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.BatchV1().CronJobs(namespace))
+	}},
+	reflect.TypeFor[*batchv1.Job](): {gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.BatchV1().Jobs(namespace))
+	}},
+	reflect.TypeFor[*batchv1beta1.CronJob](): {gvr: schema.GroupVersionResource{Group: "batch", Version: "v1beta1", Resource: "cronjobs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.BatchV1beta1().CronJobs(namespace))
+	}},
+	reflect.TypeFor[*certificatesv1.CertificateSigningRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CertificatesV1().CertificateSigningRequests())
+	}},
+	reflect.TypeFor[*certificatesv1.ClusterTrustBundle](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "clustertrustbundles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CertificatesV1().ClusterTrustBundles())
+	}},
+	reflect.TypeFor[*certificatesv1.PodCertificateRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CertificatesV1().PodCertificateRequests(namespace))
+	}},
+	reflect.TypeFor[*certificatesv1alpha1.ClusterTrustBundle](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1alpha1", Resource: "clustertrustbundles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CertificatesV1alpha1().ClusterTrustBundles())
+	}},
+	reflect.TypeFor[*certificatesv1beta1.CertificateSigningRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "certificatesigningrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CertificatesV1beta1().CertificateSigningRequests())
+	}},
+	reflect.TypeFor[*certificatesv1beta1.ClusterTrustBundle](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "clustertrustbundles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CertificatesV1beta1().ClusterTrustBundles())
+	}},
+	reflect.TypeFor[*certificatesv1beta1.PodCertificateRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "podcertificaterequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CertificatesV1beta1().PodCertificateRequests(namespace))
+	}},
+	reflect.TypeFor[*coordinationv1.Lease](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoordinationV1().Leases(namespace))
+	}},
+	reflect.TypeFor[*v1alpha2.LeaseCandidate](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1alpha2", Resource: "leasecandidates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoordinationV1alpha2().LeaseCandidates(namespace))
+	}},
+	reflect.TypeFor[*coordinationv1beta1.LeaseCandidate](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1beta1", Resource: "leasecandidates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoordinationV1beta1().LeaseCandidates(namespace))
+	}},
+	reflect.TypeFor[*coordinationv1beta1.Lease](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1beta1", Resource: "leases"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.CoordinationV1beta1().Leases(namespace))
+	}},
+	reflect.TypeFor[*discoveryv1.EndpointSlice](): {gvr: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.DiscoveryV1().EndpointSlices(namespace))
+	}},
+	reflect.TypeFor[*discoveryv1beta1.EndpointSlice](): {gvr: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1beta1", Resource: "endpointslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.DiscoveryV1beta1().EndpointSlices(namespace))
+	}},
+	reflect.TypeFor[*eventsv1.Event](): {gvr: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.EventsV1().Events(namespace))
+	}},
+	reflect.TypeFor[*eventsv1beta1.Event](): {gvr: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1beta1", Resource: "events"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.EventsV1beta1().Events(namespace))
+	}},
+	reflect.TypeFor[*extensionsv1beta1.DaemonSet](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "daemonsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ExtensionsV1beta1().DaemonSets(namespace))
+	}},
+	reflect.TypeFor[*extensionsv1beta1.Deployment](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ExtensionsV1beta1().Deployments(namespace))
+	}},
+	reflect.TypeFor[*extensionsv1beta1.Ingress](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "ingresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ExtensionsV1beta1().Ingresses(namespace))
+	}},
+	reflect.TypeFor[*extensionsv1beta1.NetworkPolicy](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "networkpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ExtensionsV1beta1().NetworkPolicies(namespace))
+	}},
+	reflect.TypeFor[*extensionsv1beta1.ReplicaSet](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "replicasets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ExtensionsV1beta1().ReplicaSets(namespace))
+	}},
+	reflect.TypeFor[*flowcontrolv1.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1().FlowSchemas())
+	}},
+	reflect.TypeFor[*flowcontrolv1.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1().PriorityLevelConfigurations())
+	}},
+	reflect.TypeFor[*flowcontrolv1beta1.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1beta1().FlowSchemas())
+	}},
+	reflect.TypeFor[*flowcontrolv1beta1.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1beta1().PriorityLevelConfigurations())
+	}},
+	reflect.TypeFor[*flowcontrolv1beta2.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1beta2().FlowSchemas())
+	}},
+	reflect.TypeFor[*flowcontrolv1beta2.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1beta2().PriorityLevelConfigurations())
+	}},
+	reflect.TypeFor[*v1beta3.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1beta3().FlowSchemas())
+	}},
+	reflect.TypeFor[*v1beta3.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.FlowcontrolV1beta3().PriorityLevelConfigurations())
+	}},
+	reflect.TypeFor[*apiserverinternalv1alpha1.StorageVersion](): {gvr: schema.GroupVersionResource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.InternalV1alpha1().StorageVersions())
+	}},
+	reflect.TypeFor[*lifecyclev1alpha1.EvictionRequest](): {gvr: schema.GroupVersionResource{Group: "lifecycle.k8s.io", Version: "v1alpha1", Resource: "evictionrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.LifecycleV1alpha1().EvictionRequests(namespace))
+	}},
+	reflect.TypeFor[*lifecyclev1alpha1.Eviction](): {gvr: schema.GroupVersionResource{Group: "lifecycle.k8s.io", Version: "v1alpha1", Resource: "evictions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.LifecycleV1alpha1().Evictions(namespace))
+	}},
+	reflect.TypeFor[*networkingv1.IngressClass](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1().IngressClasses())
+	}},
+	reflect.TypeFor[*networkingv1.Ingress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1().Ingresses(namespace))
+	}},
+	reflect.TypeFor[*networkingv1.IPAddress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ipaddresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1().IPAddresses())
+	}},
+	reflect.TypeFor[*networkingv1.NetworkPolicy](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1().NetworkPolicies(namespace))
+	}},
+	reflect.TypeFor[*networkingv1.ServiceCIDR](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1().ServiceCIDRs())
+	}},
+	reflect.TypeFor[*networkingv1beta1.IngressClass](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ingressclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1beta1().IngressClasses())
+	}},
+	reflect.TypeFor[*networkingv1beta1.Ingress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ingresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1beta1().Ingresses(namespace))
+	}},
+	reflect.TypeFor[*networkingv1beta1.IPAddress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ipaddresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1beta1().IPAddresses())
+	}},
+	reflect.TypeFor[*networkingv1beta1.ServiceCIDR](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "servicecidrs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NetworkingV1beta1().ServiceCIDRs())
+	}},
+	reflect.TypeFor[*nodev1.RuntimeClass](): {gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NodeV1().RuntimeClasses())
+	}},
+	reflect.TypeFor[*nodev1alpha1.RuntimeClass](): {gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1alpha1", Resource: "runtimeclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NodeV1alpha1().RuntimeClasses())
+	}},
+	reflect.TypeFor[*nodev1beta1.RuntimeClass](): {gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1beta1", Resource: "runtimeclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.NodeV1beta1().RuntimeClasses())
+	}},
+	reflect.TypeFor[*policyv1.PodDisruptionBudget](): {gvr: schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.PolicyV1().PodDisruptionBudgets(namespace))
+	}},
+	reflect.TypeFor[*policyv1beta1.PodDisruptionBudget](): {gvr: schema.GroupVersionResource{Group: "policy", Version: "v1beta1", Resource: "poddisruptionbudgets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.PolicyV1beta1().PodDisruptionBudgets(namespace))
+	}},
+	reflect.TypeFor[*rbacv1.ClusterRoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1().ClusterRoleBindings())
+	}},
+	reflect.TypeFor[*rbacv1.ClusterRole](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1().ClusterRoles())
+	}},
+	reflect.TypeFor[*rbacv1.RoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1().RoleBindings(namespace))
+	}},
+	reflect.TypeFor[*rbacv1.Role](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1().Roles(namespace))
+	}},
+	reflect.TypeFor[*rbacv1alpha1.ClusterRoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "clusterrolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1alpha1().ClusterRoleBindings())
+	}},
+	reflect.TypeFor[*rbacv1alpha1.ClusterRole](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "clusterroles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1alpha1().ClusterRoles())
+	}},
+	reflect.TypeFor[*rbacv1alpha1.RoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "rolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1alpha1().RoleBindings(namespace))
+	}},
+	reflect.TypeFor[*rbacv1alpha1.Role](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "roles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1alpha1().Roles(namespace))
+	}},
+	reflect.TypeFor[*rbacv1beta1.ClusterRoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "clusterrolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1beta1().ClusterRoleBindings())
+	}},
+	reflect.TypeFor[*rbacv1beta1.ClusterRole](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "clusterroles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1beta1().ClusterRoles())
+	}},
+	reflect.TypeFor[*rbacv1beta1.RoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "rolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1beta1().RoleBindings(namespace))
+	}},
+	reflect.TypeFor[*rbacv1beta1.Role](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "roles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.RbacV1beta1().Roles(namespace))
+	}},
+	reflect.TypeFor[*resourcev1.DeviceClass](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "deviceclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1().DeviceClasses())
+	}},
+	reflect.TypeFor[*resourcev1.DeviceTaintRule](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "devicetaintrules"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1().DeviceTaintRules())
+	}},
+	reflect.TypeFor[*resourcev1.ResourceClaim](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1().ResourceClaims(namespace))
+	}},
+	reflect.TypeFor[*resourcev1.ResourceClaimTemplate](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaimtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1().ResourceClaimTemplates(namespace))
+	}},
+	reflect.TypeFor[*resourcev1.ResourceSlice](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1().ResourceSlices())
+	}},
+	reflect.TypeFor[*v1alpha3.DeviceTaintRule](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1alpha3", Resource: "devicetaintrules"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1alpha3().DeviceTaintRules())
+	}},
+	reflect.TypeFor[*v1alpha3.ResourcePoolStatusRequest](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1alpha3", Resource: "resourcepoolstatusrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1alpha3().ResourcePoolStatusRequests())
+	}},
+	reflect.TypeFor[*resourcev1beta1.DeviceClass](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "deviceclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta1().DeviceClasses())
+	}},
+	reflect.TypeFor[*resourcev1beta1.ResourceClaim](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta1().ResourceClaims(namespace))
+	}},
+	reflect.TypeFor[*resourcev1beta1.ResourceClaimTemplate](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceclaimtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta1().ResourceClaimTemplates(namespace))
+	}},
+	reflect.TypeFor[*resourcev1beta1.ResourceSlice](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta1().ResourceSlices())
+	}},
+	reflect.TypeFor[*resourcev1beta2.DeviceClass](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "deviceclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta2().DeviceClasses())
+	}},
+	reflect.TypeFor[*resourcev1beta2.DeviceTaintRule](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "devicetaintrules"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta2().DeviceTaintRules())
+	}},
+	reflect.TypeFor[*resourcev1beta2.ResourceClaim](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta2().ResourceClaims(namespace))
+	}},
+	reflect.TypeFor[*resourcev1beta2.ResourceClaimTemplate](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceclaimtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta2().ResourceClaimTemplates(namespace))
+	}},
+	reflect.TypeFor[*resourcev1beta2.ResourceSlice](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.ResourceV1beta2().ResourceSlices())
+	}},
+	reflect.TypeFor[*schedulingv1.PriorityClass](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.SchedulingV1().PriorityClasses())
+	}},
+	reflect.TypeFor[*schedulingv1alpha3.CompositePodGroup](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "compositepodgroups"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.SchedulingV1alpha3().CompositePodGroups(namespace))
+	}},
+	reflect.TypeFor[*schedulingv1alpha3.PodGroup](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "podgroups"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.SchedulingV1alpha3().PodGroups(namespace))
+	}},
+	reflect.TypeFor[*schedulingv1alpha3.Workload](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "workloads"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.SchedulingV1alpha3().Workloads(namespace))
+	}},
+	reflect.TypeFor[*schedulingv1beta1.PodGroup](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.SchedulingV1beta1().PodGroups(namespace))
+	}},
+	reflect.TypeFor[*schedulingv1beta1.PriorityClass](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "priorityclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.SchedulingV1beta1().PriorityClasses())
+	}},
+	reflect.TypeFor[*schedulingv1beta1.Workload](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "workloads"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.SchedulingV1beta1().Workloads(namespace))
+	}},
+	reflect.TypeFor[*storagev1.CSIDriver](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1().CSIDrivers())
+	}},
+	reflect.TypeFor[*storagev1.CSINode](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1().CSINodes())
+	}},
+	reflect.TypeFor[*storagev1.CSIStorageCapacity](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csistoragecapacitys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1().CSIStorageCapacities(namespace))
+	}},
+	reflect.TypeFor[*storagev1.StorageClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1().StorageClasses())
+	}},
+	reflect.TypeFor[*storagev1.VolumeAttachment](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1().VolumeAttachments())
+	}},
+	reflect.TypeFor[*storagev1.VolumeAttributesClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattributesclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1().VolumeAttributesClasses())
+	}},
+	reflect.TypeFor[*storagev1alpha1.CSIStorageCapacity](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "csistoragecapacitys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1alpha1().CSIStorageCapacities(namespace))
+	}},
+	reflect.TypeFor[*storagev1alpha1.VolumeAttachment](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "volumeattachments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1alpha1().VolumeAttachments())
+	}},
+	reflect.TypeFor[*storagev1alpha1.VolumeAttributesClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "volumeattributesclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1alpha1().VolumeAttributesClasses())
+	}},
+	reflect.TypeFor[*storagev1beta1.CSIDriver](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csidrivers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1beta1().CSIDrivers())
+	}},
+	reflect.TypeFor[*storagev1beta1.CSINode](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csinodes"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1beta1().CSINodes())
+	}},
+	reflect.TypeFor[*storagev1beta1.CSIStorageCapacity](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csistoragecapacitys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1beta1().CSIStorageCapacities(namespace))
+	}},
+	reflect.TypeFor[*storagev1beta1.StorageClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "storageclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1beta1().StorageClasses())
+	}},
+	reflect.TypeFor[*storagev1beta1.VolumeAttachment](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "volumeattachments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1beta1().VolumeAttachments())
+	}},
+	reflect.TypeFor[*storagev1beta1.VolumeAttributesClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "volumeattributesclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StorageV1beta1().VolumeAttributesClasses())
+	}},
+	reflect.TypeFor[*storagemigrationv1.StorageVersionMigration](): {gvr: schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StoragemigrationV1().StorageVersionMigrations())
+	}},
+	reflect.TypeFor[*storagemigrationv1beta1.StorageVersionMigration](): {gvr: schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1beta1", Resource: "storageversionmigrations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
+		return typed(client.StoragemigrationV1beta1().StorageVersionMigrations())
+	}},
 }

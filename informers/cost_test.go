@@ -1,0 +1,86 @@
+package informers
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	cache "github.com/openinformer/cache"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientinformers "k8s.io/client-go/informers"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/kubernetes/fake"
+	clientcache "k8s.io/client-go/tools/cache"
+)
+
+// The design's costs: recognising the generated constructor once per
+// informer, and the generated table's indirection per list and watch
+// request (against one client-go fake call).
+
+func BenchmarkRecogniseGeneratedConstructor(b *testing.B) {
+	newFunc := captureNewFunc(b)
+	for b.Loop() {
+		if !isGeneratedConstructor(newFunc) {
+			b.Fatal("not recognised")
+		}
+	}
+}
+
+// captureNewFunc returns the constructor client-go's pod accessor passes.
+func captureNewFunc(b *testing.B) internalinterfaces.NewInformerFunc {
+	var r recorder
+	corev1informers.New(&r, "", nil).Pods().Informer()
+	if r.newFunc == nil {
+		b.Fatal("no constructor captured")
+	}
+	return r.newFunc
+}
+
+// recorder is a factory that keeps the constructor it is given.
+type recorder struct {
+	newFunc internalinterfaces.NewInformerFunc
+}
+
+func (r *recorder) Start(<-chan struct{})                   {}
+func (r *recorder) InformerName() *clientcache.InformerName { return nil }
+func (r *recorder) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
+	r.newFunc = newFunc
+	return cache.NewSharedIndexInformer(&cache.ListWatch{}, obj, 0, cache.Indexers{})
+}
+
+func BenchmarkFactoryPodInformer(b *testing.B) {
+	client := fake.NewClientset()
+	b.Run("ours", func(b *testing.B) {
+		for b.Loop() {
+			NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer()
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		for b.Loop() {
+			clientinformers.NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer()
+		}
+	})
+}
+
+func BenchmarkListRequest(b *testing.B) {
+	client := fake.NewClientset()
+	lw := cache.ToListerWatcherWithContext(builtins[reflect.TypeFor[*corev1.Pod]()].listWatch(client, "", nil))
+	ctx := context.Background()
+	b.Run("ours", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
