@@ -28,9 +28,9 @@ func (f *sharedInformerFactory) newInformer(obj apiruntime.Object, newFunc inter
 	if !isGeneratedConstructor(newFunc) {
 		return newFunc(f.client, resync)
 	}
-	res, ok := builtins[reflect.TypeOf(obj)]
+	res, ok := f.builtin(reflect.TypeOf(obj))
 	if !ok {
-		utilruntime.HandleError(fmt.Errorf("informers: %T is not a resource of the client-go this module was generated for, so its informer is client-go's", obj))
+		utilruntime.HandleError(fmt.Errorf("informers: %T is not a resource of a group accessor of this factory used so far (or of the client-go it was generated for), so its informer is client-go's", obj))
 		return newFunc(f.client, resync)
 	}
 	opts := cache.SharedIndexInformerOptions{
@@ -52,30 +52,40 @@ func isGeneratedConstructor(newFunc internalinterfaces.NewInformerFunc) bool {
 	return strings.HasPrefix(name, "k8s.io/client-go/informers/") && strings.HasSuffix(name, ".defaultInformer-fm")
 }
 
+// builtinGroup is one API group's builtinResources by object type. Each
+// group's table is built by a function its group accessor passes to use,
+// so a program links the clientset calls of the groups it uses only.
+type builtinGroup map[reflect.Type]builtinResource
+
+// use makes the group an accessor serves known to InformerFor.
+func (f *sharedInformerFactory) use(name string, group func() builtinGroup) {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	if _, ok := f.groups[name]; !ok {
+		f.groups[name] = group()
+	}
+}
+
+// builtin finds t in the groups used so far. Called with f.lock held.
+func (f *sharedInformerFactory) builtin(t reflect.Type) (builtinResource, bool) {
+	for _, g := range f.groups {
+		if r, ok := g[t]; ok {
+			return r, true
+		}
+	}
+	return builtinResource{}, false
+}
+
 // builtinResource is how client-go's generated informer for one object
 // type reaches its resource: the GVR it is identified by and the clientset
-// call (client.CoreV1().Pods(namespace), say) it lists and watches with.
+// calls (client.CoreV1().Pods(namespace).List, say) it lists and watches
+// with. The calls are plain generated closures: a generic adapter over the
+// typed clients would keep every typed client's List and Watch in every
+// binary.
 type builtinResource struct {
-	gvr    schema.GroupVersionResource
-	client func(client kubernetes.Interface, namespace string) typedClient
-}
-
-// typedClient is a typed resource client's List and Watch, List's result
-// as a runtime.Object.
-type typedClient struct {
-	list  func(context.Context, metav1.ListOptions) (apiruntime.Object, error)
-	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
-}
-
-// typed adapts a typed resource client, whatever its list type.
-func typed[L apiruntime.Object](c interface {
-	List(context.Context, metav1.ListOptions) (L, error)
-	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
-}) typedClient {
-	return typedClient{
-		list:  func(ctx context.Context, opts metav1.ListOptions) (apiruntime.Object, error) { return c.List(ctx, opts) },
-		watch: c.Watch,
-	}
+	gvr   schema.GroupVersionResource
+	list  func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (apiruntime.Object, error)
+	watch func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // listWatch lists and watches the resource through client as client-go's
@@ -83,9 +93,9 @@ func typed[L apiruntime.Object](c interface {
 func (r builtinResource) listWatch(client kubernetes.Interface, namespace string, tweak internalinterfaces.TweakListOptionsFunc) cache.ListerWatcher {
 	return build.ListWatch(client, tweak,
 		func(ctx context.Context, opts metav1.ListOptions) (apiruntime.Object, error) {
-			return r.client(client, namespace).list(ctx, opts)
+			return r.list(ctx, client, namespace, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return r.client(client, namespace).watch(ctx, opts)
+			return r.watch(ctx, client, namespace, opts)
 		})
 }

@@ -67,7 +67,7 @@ func BenchmarkFactoryPodInformer(b *testing.B) {
 
 func BenchmarkListRequest(b *testing.B) {
 	client := fake.NewClientset()
-	lw := cache.ToListerWatcherWithContext(builtins[reflect.TypeFor[*corev1.Pod]()].listWatch(client, "", nil))
+	lw := cache.ToListerWatcherWithContext(coreBuiltins()[reflect.TypeFor[*corev1.Pod]()].listWatch(client, "", nil))
 	ctx := context.Background()
 	b.Run("ours", func(b *testing.B) {
 		for b.Loop() {

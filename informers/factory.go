@@ -36,6 +36,7 @@ type sharedInformerFactory struct {
 	build            buildOptions
 
 	lock             sync.Mutex
+	groups           map[string]builtinGroup
 	informers        map[reflect.Type]cache.SharedIndexInformer
 	startedInformers map[reflect.Type]bool
 	shuttingDown     bool
@@ -111,6 +112,7 @@ func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultRes
 		namespace:        metav1.NamespaceAll,
 		defaultResync:    defaultResync,
 		customResync:     map[reflect.Type]time.Duration{},
+		groups:           map[string]builtinGroup{},
 		informers:        map[reflect.Type]cache.SharedIndexInformer{},
 		startedInformers: map[reflect.Type]bool{},
 	}
@@ -223,11 +225,11 @@ func (f *sharedInformerFactory) InformerFor(obj runtime.Object, newFunc internal
 
 // ForResource returns the informer for a built-in resource.
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
-	informer, ok := resources[resource]
+	informer, ok := f.informerForResource(resource)
 	if !ok {
 		return nil, fmt.Errorf("no informer found for %v", resource)
 	}
-	return &genericInformer{resource: resource.GroupResource(), informer: informer(f)}, nil
+	return &genericInformer{resource: resource.GroupResource(), informer: informer}, nil
 }
 
 // genericInformer is an informer with a lister over its cache.

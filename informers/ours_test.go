@@ -27,7 +27,7 @@ func requireOurs(t *testing.T, what string, informer cache.SharedIndexInformer) 
 
 func TestEveryForResourceInformerIsOurs(t *testing.T) {
 	f := NewSharedInformerFactory(fake.NewClientset(), 0)
-	for gvr := range resources {
+	for _, gvr := range resourceGVRs() {
 		gi, err := f.ForResource(gvr)
 		if err != nil {
 			t.Fatalf("%v: %v", gvr, err)
@@ -57,8 +57,8 @@ func TestEveryTypedAccessorInformerIsOurs(t *testing.T) {
 			}
 		}
 	}
-	if count != len(resources) {
-		t.Errorf("walked %d typed accessors, ForResource serves %d resources", count, len(resources))
+	if count != len(resourceGVRs()) {
+		t.Errorf("walked %d typed accessors, ForResource serves %d resources", count, len(resourceGVRs()))
 	}
 }
 
@@ -87,14 +87,16 @@ func accessors(v reflect.Value) func(func(reflect.Value) bool) {
 // "networkpolicys"); we
 // keep client-go's, so metrics are labelled as client-go labels them.
 func TestBuiltinIdentityMatchesForResource(t *testing.T) {
-	for gvr, informer := range resources {
+	for _, gvr := range resourceGVRs() {
 		f := NewSharedInformerFactory(fake.NewClientset(), 0).(*sharedInformerFactory)
-		informer(f)
+		if _, err := f.ForResource(gvr); err != nil {
+			t.Fatal(err)
+		}
 		if len(f.informers) != 1 {
 			t.Fatalf("%v: %d informers", gvr, len(f.informers))
 		}
 		for typ := range f.informers {
-			got, ok := builtins[typ]
+			got, ok := f.builtin(typ)
 			if ok && got.gvr.GroupVersion() == gvr.GroupVersion() && got.gvr.Resource == strings.ToLower(typ.Elem().Name())+"s" {
 				continue // client-go's naive plural, kept
 			}
@@ -103,7 +105,11 @@ func TestBuiltinIdentityMatchesForResource(t *testing.T) {
 			}
 		}
 	}
-	if len(builtins) != len(resources) {
-		t.Errorf("%d types in builtins, %d resources in ForResource", len(builtins), len(resources))
+	types := 0
+	for _, group := range allBuiltins() {
+		types += len(group())
+	}
+	if types != len(resourceGVRs()) {
+		t.Errorf("%d types in the builtins tables, %d resources in ForResource", types, len(resourceGVRs()))
 	}
 }

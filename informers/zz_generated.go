@@ -3,6 +3,7 @@
 package informers
 
 import (
+	"context"
 	cache "github.com/openinformer/cache"
 	v1 "k8s.io/api/admissionregistration/v1"
 	v1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
@@ -54,7 +55,10 @@ import (
 	storagev1beta1 "k8s.io/api/storage/v1beta1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	admissionregistration "k8s.io/client-go/informers/admissionregistration"
 	apiserverinternal "k8s.io/client-go/informers/apiserverinternal"
 	apps "k8s.io/client-go/informers/apps"
@@ -82,967 +86,2098 @@ import (
 
 // Admissionregistration returns client-go's admissionregistration group informers, built on this factory.
 func (f *sharedInformerFactory) Admissionregistration() admissionregistration.Interface {
+	f.use("Admissionregistration", admissionregistrationBuiltins)
 	return admissionregistration.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Internal returns client-go's apiserverinternal group informers, built on this factory.
 func (f *sharedInformerFactory) Internal() apiserverinternal.Interface {
+	f.use("Internal", apiserverinternalBuiltins)
 	return apiserverinternal.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Apps returns client-go's apps group informers, built on this factory.
 func (f *sharedInformerFactory) Apps() apps.Interface {
+	f.use("Apps", appsBuiltins)
 	return apps.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Autoscaling returns client-go's autoscaling group informers, built on this factory.
 func (f *sharedInformerFactory) Autoscaling() autoscaling.Interface {
+	f.use("Autoscaling", autoscalingBuiltins)
 	return autoscaling.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Batch returns client-go's batch group informers, built on this factory.
 func (f *sharedInformerFactory) Batch() batch.Interface {
+	f.use("Batch", batchBuiltins)
 	return batch.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Certificates returns client-go's certificates group informers, built on this factory.
 func (f *sharedInformerFactory) Certificates() certificates.Interface {
+	f.use("Certificates", certificatesBuiltins)
 	return certificates.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Coordination returns client-go's coordination group informers, built on this factory.
 func (f *sharedInformerFactory) Coordination() coordination.Interface {
+	f.use("Coordination", coordinationBuiltins)
 	return coordination.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Core returns client-go's core group informers, built on this factory.
 func (f *sharedInformerFactory) Core() core.Interface {
+	f.use("Core", coreBuiltins)
 	return core.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Discovery returns client-go's discovery group informers, built on this factory.
 func (f *sharedInformerFactory) Discovery() discovery.Interface {
+	f.use("Discovery", discoveryBuiltins)
 	return discovery.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Events returns client-go's events group informers, built on this factory.
 func (f *sharedInformerFactory) Events() events.Interface {
+	f.use("Events", eventsBuiltins)
 	return events.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Extensions returns client-go's extensions group informers, built on this factory.
 func (f *sharedInformerFactory) Extensions() extensions.Interface {
+	f.use("Extensions", extensionsBuiltins)
 	return extensions.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Flowcontrol returns client-go's flowcontrol group informers, built on this factory.
 func (f *sharedInformerFactory) Flowcontrol() flowcontrol.Interface {
+	f.use("Flowcontrol", flowcontrolBuiltins)
 	return flowcontrol.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Lifecycle returns client-go's lifecycle group informers, built on this factory.
 func (f *sharedInformerFactory) Lifecycle() lifecycle.Interface {
+	f.use("Lifecycle", lifecycleBuiltins)
 	return lifecycle.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Networking returns client-go's networking group informers, built on this factory.
 func (f *sharedInformerFactory) Networking() networking.Interface {
+	f.use("Networking", networkingBuiltins)
 	return networking.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Node returns client-go's node group informers, built on this factory.
 func (f *sharedInformerFactory) Node() node.Interface {
+	f.use("Node", nodeBuiltins)
 	return node.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Policy returns client-go's policy group informers, built on this factory.
 func (f *sharedInformerFactory) Policy() policy.Interface {
+	f.use("Policy", policyBuiltins)
 	return policy.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Rbac returns client-go's rbac group informers, built on this factory.
 func (f *sharedInformerFactory) Rbac() rbac.Interface {
+	f.use("Rbac", rbacBuiltins)
 	return rbac.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Resource returns client-go's resource group informers, built on this factory.
 func (f *sharedInformerFactory) Resource() resource.Interface {
+	f.use("Resource", resourceBuiltins)
 	return resource.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Scheduling returns client-go's scheduling group informers, built on this factory.
 func (f *sharedInformerFactory) Scheduling() scheduling.Interface {
+	f.use("Scheduling", schedulingBuiltins)
 	return scheduling.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Storage returns client-go's storage group informers, built on this factory.
 func (f *sharedInformerFactory) Storage() storage.Interface {
+	f.use("Storage", storageBuiltins)
 	return storage.New(f, f.namespace, f.tweakListOptions)
 }
 
 // Storagemigration returns client-go's storagemigration group informers, built on this factory.
 func (f *sharedInformerFactory) Storagemigration() storagemigration.Interface {
+	f.use("Storagemigration", storagemigrationBuiltins)
 	return storagemigration.New(f, f.namespace, f.tweakListOptions)
 }
 
-// resources is every resource ForResource serves, with the accessor
-// chain that reaches its informer.
-var resources = map[schema.GroupVersionResource]func(*sharedInformerFactory) cache.SharedIndexInformer{
-	v1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1().MutatingAdmissionPolicies().Informer()
-	},
-	v1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1().MutatingAdmissionPolicyBindings().Informer()
-	},
-	v1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
-	},
-	v1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
-	},
-	v1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()
-	},
-	v1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
-	},
-	v1alpha1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1alpha1().MutatingAdmissionPolicies().Informer()
-	},
-	v1alpha1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1alpha1().MutatingAdmissionPolicyBindings().Informer()
-	},
-	v1alpha1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1alpha1().ValidatingAdmissionPolicies().Informer()
-	},
-	v1alpha1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1alpha1().ValidatingAdmissionPolicyBindings().Informer()
-	},
-	v1beta1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1beta1().MutatingAdmissionPolicies().Informer()
-	},
-	v1beta1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1beta1().MutatingAdmissionPolicyBindings().Informer()
-	},
-	v1beta1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1beta1().MutatingWebhookConfigurations().Informer()
-	},
-	v1beta1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1beta1().ValidatingAdmissionPolicies().Informer()
-	},
-	v1beta1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1beta1().ValidatingAdmissionPolicyBindings().Informer()
-	},
-	v1beta1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Admissionregistration().V1beta1().ValidatingWebhookConfigurations().Informer()
-	},
-	appsv1.SchemeGroupVersion.WithResource("controllerrevisions"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1().ControllerRevisions().Informer()
-	},
-	appsv1.SchemeGroupVersion.WithResource("daemonsets"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Apps().V1().DaemonSets().Informer() },
-	appsv1.SchemeGroupVersion.WithResource("deployments"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1().Deployments().Informer()
-	},
-	appsv1.SchemeGroupVersion.WithResource("replicasets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1().ReplicaSets().Informer()
-	},
-	appsv1.SchemeGroupVersion.WithResource("statefulsets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1().StatefulSets().Informer()
-	},
-	appsv1beta1.SchemeGroupVersion.WithResource("controllerrevisions"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta1().ControllerRevisions().Informer()
-	},
-	appsv1beta1.SchemeGroupVersion.WithResource("deployments"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta1().Deployments().Informer()
-	},
-	appsv1beta1.SchemeGroupVersion.WithResource("statefulsets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta1().StatefulSets().Informer()
-	},
-	v1beta2.SchemeGroupVersion.WithResource("controllerrevisions"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta2().ControllerRevisions().Informer()
-	},
-	v1beta2.SchemeGroupVersion.WithResource("daemonsets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta2().DaemonSets().Informer()
-	},
-	v1beta2.SchemeGroupVersion.WithResource("deployments"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta2().Deployments().Informer()
-	},
-	v1beta2.SchemeGroupVersion.WithResource("replicasets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta2().ReplicaSets().Informer()
-	},
-	v1beta2.SchemeGroupVersion.WithResource("statefulsets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Apps().V1beta2().StatefulSets().Informer()
-	},
-	autoscalingv1.SchemeGroupVersion.WithResource("horizontalpodautoscalers"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Autoscaling().V1().HorizontalPodAutoscalers().Informer()
-	},
-	v2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Autoscaling().V2().HorizontalPodAutoscalers().Informer()
-	},
-	batchv1.SchemeGroupVersion.WithResource("cronjobs"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Batch().V1().CronJobs().Informer() },
-	batchv1.SchemeGroupVersion.WithResource("jobs"):     func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Batch().V1().Jobs().Informer() },
-	batchv1beta1.SchemeGroupVersion.WithResource("cronjobs"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Batch().V1beta1().CronJobs().Informer()
-	},
-	certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Certificates().V1().CertificateSigningRequests().Informer()
-	},
-	certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Certificates().V1().ClusterTrustBundles().Informer()
-	},
-	certificatesv1.SchemeGroupVersion.WithResource("podcertificaterequests"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Certificates().V1().PodCertificateRequests().Informer()
-	},
-	certificatesv1alpha1.SchemeGroupVersion.WithResource("clustertrustbundles"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Certificates().V1alpha1().ClusterTrustBundles().Informer()
-	},
-	certificatesv1beta1.SchemeGroupVersion.WithResource("certificatesigningrequests"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Certificates().V1beta1().CertificateSigningRequests().Informer()
-	},
-	certificatesv1beta1.SchemeGroupVersion.WithResource("clustertrustbundles"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Certificates().V1beta1().ClusterTrustBundles().Informer()
-	},
-	certificatesv1beta1.SchemeGroupVersion.WithResource("podcertificaterequests"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Certificates().V1beta1().PodCertificateRequests().Informer()
-	},
-	coordinationv1.SchemeGroupVersion.WithResource("leases"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Coordination().V1().Leases().Informer()
-	},
-	v1alpha2.SchemeGroupVersion.WithResource("leasecandidates"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Coordination().V1alpha2().LeaseCandidates().Informer()
-	},
-	coordinationv1beta1.SchemeGroupVersion.WithResource("leases"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Coordination().V1beta1().Leases().Informer()
-	},
-	coordinationv1beta1.SchemeGroupVersion.WithResource("leasecandidates"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Coordination().V1beta1().LeaseCandidates().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("componentstatuses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().ComponentStatuses().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("configmaps"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().ConfigMaps().Informer() },
-	corev1.SchemeGroupVersion.WithResource("endpoints"):  func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().Endpoints().Informer() },
-	corev1.SchemeGroupVersion.WithResource("events"):     func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().Events().Informer() },
-	corev1.SchemeGroupVersion.WithResource("limitranges"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().LimitRanges().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("namespaces"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().Namespaces().Informer() },
-	corev1.SchemeGroupVersion.WithResource("nodes"):      func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().Nodes().Informer() },
-	corev1.SchemeGroupVersion.WithResource("persistentvolumes"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().PersistentVolumes().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().PersistentVolumeClaims().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("pods"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().Pods().Informer() },
-	corev1.SchemeGroupVersion.WithResource("podtemplates"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().PodTemplates().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("replicationcontrollers"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().ReplicationControllers().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("resourcequotas"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().ResourceQuotas().Informer()
-	},
-	corev1.SchemeGroupVersion.WithResource("secrets"):  func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().Secrets().Informer() },
-	corev1.SchemeGroupVersion.WithResource("services"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Core().V1().Services().Informer() },
-	corev1.SchemeGroupVersion.WithResource("serviceaccounts"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().ServiceAccounts().Informer()
-	},
-	discoveryv1.SchemeGroupVersion.WithResource("endpointslices"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Discovery().V1().EndpointSlices().Informer()
-	},
-	discoveryv1beta1.SchemeGroupVersion.WithResource("endpointslices"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Discovery().V1beta1().EndpointSlices().Informer()
-	},
-	eventsv1.SchemeGroupVersion.WithResource("events"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Events().V1().Events().Informer() },
-	eventsv1beta1.SchemeGroupVersion.WithResource("events"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Events().V1beta1().Events().Informer()
-	},
-	extensionsv1beta1.SchemeGroupVersion.WithResource("daemonsets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Extensions().V1beta1().DaemonSets().Informer()
-	},
-	extensionsv1beta1.SchemeGroupVersion.WithResource("deployments"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Extensions().V1beta1().Deployments().Informer()
-	},
-	extensionsv1beta1.SchemeGroupVersion.WithResource("ingresses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Extensions().V1beta1().Ingresses().Informer()
-	},
-	extensionsv1beta1.SchemeGroupVersion.WithResource("networkpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Extensions().V1beta1().NetworkPolicies().Informer()
-	},
-	extensionsv1beta1.SchemeGroupVersion.WithResource("replicasets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Extensions().V1beta1().ReplicaSets().Informer()
-	},
-	flowcontrolv1.SchemeGroupVersion.WithResource("flowschemas"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1().FlowSchemas().Informer()
-	},
-	flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1().PriorityLevelConfigurations().Informer()
-	},
-	flowcontrolv1beta1.SchemeGroupVersion.WithResource("flowschemas"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1beta1().FlowSchemas().Informer()
-	},
-	flowcontrolv1beta1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1beta1().PriorityLevelConfigurations().Informer()
-	},
-	flowcontrolv1beta2.SchemeGroupVersion.WithResource("flowschemas"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1beta2().FlowSchemas().Informer()
-	},
-	flowcontrolv1beta2.SchemeGroupVersion.WithResource("prioritylevelconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1beta2().PriorityLevelConfigurations().Informer()
-	},
-	v1beta3.SchemeGroupVersion.WithResource("flowschemas"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1beta3().FlowSchemas().Informer()
-	},
-	v1beta3.SchemeGroupVersion.WithResource("prioritylevelconfigurations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Flowcontrol().V1beta3().PriorityLevelConfigurations().Informer()
-	},
-	apiserverinternalv1alpha1.SchemeGroupVersion.WithResource("storageversions"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Internal().V1alpha1().StorageVersions().Informer()
-	},
-	lifecyclev1alpha1.SchemeGroupVersion.WithResource("evictions"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Lifecycle().V1alpha1().Evictions().Informer()
-	},
-	lifecyclev1alpha1.SchemeGroupVersion.WithResource("evictionrequests"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Lifecycle().V1alpha1().EvictionRequests().Informer()
-	},
-	networkingv1.SchemeGroupVersion.WithResource("ipaddresses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1().IPAddresses().Informer()
-	},
-	networkingv1.SchemeGroupVersion.WithResource("ingresses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1().Ingresses().Informer()
-	},
-	networkingv1.SchemeGroupVersion.WithResource("ingressclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1().IngressClasses().Informer()
-	},
-	networkingv1.SchemeGroupVersion.WithResource("networkpolicies"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1().NetworkPolicies().Informer()
-	},
-	networkingv1.SchemeGroupVersion.WithResource("servicecidrs"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1().ServiceCIDRs().Informer()
-	},
-	networkingv1beta1.SchemeGroupVersion.WithResource("ipaddresses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1beta1().IPAddresses().Informer()
-	},
-	networkingv1beta1.SchemeGroupVersion.WithResource("ingresses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1beta1().Ingresses().Informer()
-	},
-	networkingv1beta1.SchemeGroupVersion.WithResource("ingressclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1beta1().IngressClasses().Informer()
-	},
-	networkingv1beta1.SchemeGroupVersion.WithResource("servicecidrs"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Networking().V1beta1().ServiceCIDRs().Informer()
-	},
-	nodev1.SchemeGroupVersion.WithResource("runtimeclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Node().V1().RuntimeClasses().Informer()
-	},
-	nodev1alpha1.SchemeGroupVersion.WithResource("runtimeclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Node().V1alpha1().RuntimeClasses().Informer()
-	},
-	nodev1beta1.SchemeGroupVersion.WithResource("runtimeclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Node().V1beta1().RuntimeClasses().Informer()
-	},
-	policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Policy().V1().PodDisruptionBudgets().Informer()
-	},
-	policyv1beta1.SchemeGroupVersion.WithResource("poddisruptionbudgets"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Policy().V1beta1().PodDisruptionBudgets().Informer()
-	},
-	rbacv1.SchemeGroupVersion.WithResource("clusterroles"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1().ClusterRoles().Informer()
-	},
-	rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1().ClusterRoleBindings().Informer()
-	},
-	rbacv1.SchemeGroupVersion.WithResource("roles"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Rbac().V1().Roles().Informer() },
-	rbacv1.SchemeGroupVersion.WithResource("rolebindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1().RoleBindings().Informer()
-	},
-	rbacv1alpha1.SchemeGroupVersion.WithResource("clusterroles"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1alpha1().ClusterRoles().Informer()
-	},
-	rbacv1alpha1.SchemeGroupVersion.WithResource("clusterrolebindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1alpha1().ClusterRoleBindings().Informer()
-	},
-	rbacv1alpha1.SchemeGroupVersion.WithResource("roles"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1alpha1().Roles().Informer()
-	},
-	rbacv1alpha1.SchemeGroupVersion.WithResource("rolebindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1alpha1().RoleBindings().Informer()
-	},
-	rbacv1beta1.SchemeGroupVersion.WithResource("clusterroles"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1beta1().ClusterRoles().Informer()
-	},
-	rbacv1beta1.SchemeGroupVersion.WithResource("clusterrolebindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1beta1().ClusterRoleBindings().Informer()
-	},
-	rbacv1beta1.SchemeGroupVersion.WithResource("roles"): func(f *sharedInformerFactory) cache.SharedIndexInformer { return f.Rbac().V1beta1().Roles().Informer() },
-	rbacv1beta1.SchemeGroupVersion.WithResource("rolebindings"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Rbac().V1beta1().RoleBindings().Informer()
-	},
-	resourcev1.SchemeGroupVersion.WithResource("deviceclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1().DeviceClasses().Informer()
-	},
-	resourcev1.SchemeGroupVersion.WithResource("devicetaintrules"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1().DeviceTaintRules().Informer()
-	},
-	resourcev1.SchemeGroupVersion.WithResource("resourceclaims"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1().ResourceClaims().Informer()
-	},
-	resourcev1.SchemeGroupVersion.WithResource("resourceclaimtemplates"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1().ResourceClaimTemplates().Informer()
-	},
-	resourcev1.SchemeGroupVersion.WithResource("resourceslices"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1().ResourceSlices().Informer()
-	},
-	v1alpha3.SchemeGroupVersion.WithResource("devicetaintrules"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1alpha3().DeviceTaintRules().Informer()
-	},
-	v1alpha3.SchemeGroupVersion.WithResource("resourcepoolstatusrequests"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1alpha3().ResourcePoolStatusRequests().Informer()
-	},
-	resourcev1beta1.SchemeGroupVersion.WithResource("deviceclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta1().DeviceClasses().Informer()
-	},
-	resourcev1beta1.SchemeGroupVersion.WithResource("resourceclaims"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta1().ResourceClaims().Informer()
-	},
-	resourcev1beta1.SchemeGroupVersion.WithResource("resourceclaimtemplates"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta1().ResourceClaimTemplates().Informer()
-	},
-	resourcev1beta1.SchemeGroupVersion.WithResource("resourceslices"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta1().ResourceSlices().Informer()
-	},
-	resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta2().DeviceClasses().Informer()
-	},
-	resourcev1beta2.SchemeGroupVersion.WithResource("devicetaintrules"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta2().DeviceTaintRules().Informer()
-	},
-	resourcev1beta2.SchemeGroupVersion.WithResource("resourceclaims"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta2().ResourceClaims().Informer()
-	},
-	resourcev1beta2.SchemeGroupVersion.WithResource("resourceclaimtemplates"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta2().ResourceClaimTemplates().Informer()
-	},
-	resourcev1beta2.SchemeGroupVersion.WithResource("resourceslices"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Resource().V1beta2().ResourceSlices().Informer()
-	},
-	schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Scheduling().V1().PriorityClasses().Informer()
-	},
-	schedulingv1alpha3.SchemeGroupVersion.WithResource("compositepodgroups"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Scheduling().V1alpha3().CompositePodGroups().Informer()
-	},
-	schedulingv1alpha3.SchemeGroupVersion.WithResource("podgroups"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Scheduling().V1alpha3().PodGroups().Informer()
-	},
-	schedulingv1alpha3.SchemeGroupVersion.WithResource("workloads"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Scheduling().V1alpha3().Workloads().Informer()
-	},
-	schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Scheduling().V1beta1().PodGroups().Informer()
-	},
-	schedulingv1beta1.SchemeGroupVersion.WithResource("priorityclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Scheduling().V1beta1().PriorityClasses().Informer()
-	},
-	schedulingv1beta1.SchemeGroupVersion.WithResource("workloads"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Scheduling().V1beta1().Workloads().Informer()
-	},
-	storagev1.SchemeGroupVersion.WithResource("csidrivers"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1().CSIDrivers().Informer()
-	},
-	storagev1.SchemeGroupVersion.WithResource("csinodes"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1().CSINodes().Informer()
-	},
-	storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1().CSIStorageCapacities().Informer()
-	},
-	storagev1.SchemeGroupVersion.WithResource("storageclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1().StorageClasses().Informer()
-	},
-	storagev1.SchemeGroupVersion.WithResource("volumeattachments"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1().VolumeAttachments().Informer()
-	},
-	storagev1.SchemeGroupVersion.WithResource("volumeattributesclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1().VolumeAttributesClasses().Informer()
-	},
-	storagev1alpha1.SchemeGroupVersion.WithResource("csistoragecapacities"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1alpha1().CSIStorageCapacities().Informer()
-	},
-	storagev1alpha1.SchemeGroupVersion.WithResource("volumeattachments"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1alpha1().VolumeAttachments().Informer()
-	},
-	storagev1alpha1.SchemeGroupVersion.WithResource("volumeattributesclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1alpha1().VolumeAttributesClasses().Informer()
-	},
-	storagev1beta1.SchemeGroupVersion.WithResource("csidrivers"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1beta1().CSIDrivers().Informer()
-	},
-	storagev1beta1.SchemeGroupVersion.WithResource("csinodes"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1beta1().CSINodes().Informer()
-	},
-	storagev1beta1.SchemeGroupVersion.WithResource("csistoragecapacities"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1beta1().CSIStorageCapacities().Informer()
-	},
-	storagev1beta1.SchemeGroupVersion.WithResource("storageclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1beta1().StorageClasses().Informer()
-	},
-	storagev1beta1.SchemeGroupVersion.WithResource("volumeattachments"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1beta1().VolumeAttachments().Informer()
-	},
-	storagev1beta1.SchemeGroupVersion.WithResource("volumeattributesclasses"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storage().V1beta1().VolumeAttributesClasses().Informer()
-	},
-	storagemigrationv1.SchemeGroupVersion.WithResource("storageversionmigrations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storagemigration().V1().StorageVersionMigrations().Informer()
-	},
-	storagemigrationv1beta1.SchemeGroupVersion.WithResource("storageversionmigrations"): func(f *sharedInformerFactory) cache.SharedIndexInformer {
-		return f.Storagemigration().V1beta1().StorageVersionMigrations().Informer()
-	},
+// informerForResource returns the informer ForResource serves for gvr.
+func (f *sharedInformerFactory) informerForResource(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {
+	switch gvr {
+	case v1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"):
+		return f.Admissionregistration().V1().MutatingAdmissionPolicies().Informer(), true
+	case v1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"):
+		return f.Admissionregistration().V1().MutatingAdmissionPolicyBindings().Informer(), true
+	case v1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"):
+		return f.Admissionregistration().V1().MutatingWebhookConfigurations().Informer(), true
+	case v1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"):
+		return f.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer(), true
+	case v1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"):
+		return f.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer(), true
+	case v1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"):
+		return f.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer(), true
+	case v1alpha1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"):
+		return f.Admissionregistration().V1alpha1().MutatingAdmissionPolicies().Informer(), true
+	case v1alpha1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"):
+		return f.Admissionregistration().V1alpha1().MutatingAdmissionPolicyBindings().Informer(), true
+	case v1alpha1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"):
+		return f.Admissionregistration().V1alpha1().ValidatingAdmissionPolicies().Informer(), true
+	case v1alpha1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"):
+		return f.Admissionregistration().V1alpha1().ValidatingAdmissionPolicyBindings().Informer(), true
+	case v1beta1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"):
+		return f.Admissionregistration().V1beta1().MutatingAdmissionPolicies().Informer(), true
+	case v1beta1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"):
+		return f.Admissionregistration().V1beta1().MutatingAdmissionPolicyBindings().Informer(), true
+	case v1beta1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"):
+		return f.Admissionregistration().V1beta1().MutatingWebhookConfigurations().Informer(), true
+	case v1beta1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"):
+		return f.Admissionregistration().V1beta1().ValidatingAdmissionPolicies().Informer(), true
+	case v1beta1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"):
+		return f.Admissionregistration().V1beta1().ValidatingAdmissionPolicyBindings().Informer(), true
+	case v1beta1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"):
+		return f.Admissionregistration().V1beta1().ValidatingWebhookConfigurations().Informer(), true
+	case appsv1.SchemeGroupVersion.WithResource("controllerrevisions"):
+		return f.Apps().V1().ControllerRevisions().Informer(), true
+	case appsv1.SchemeGroupVersion.WithResource("daemonsets"):
+		return f.Apps().V1().DaemonSets().Informer(), true
+	case appsv1.SchemeGroupVersion.WithResource("deployments"):
+		return f.Apps().V1().Deployments().Informer(), true
+	case appsv1.SchemeGroupVersion.WithResource("replicasets"):
+		return f.Apps().V1().ReplicaSets().Informer(), true
+	case appsv1.SchemeGroupVersion.WithResource("statefulsets"):
+		return f.Apps().V1().StatefulSets().Informer(), true
+	case appsv1beta1.SchemeGroupVersion.WithResource("controllerrevisions"):
+		return f.Apps().V1beta1().ControllerRevisions().Informer(), true
+	case appsv1beta1.SchemeGroupVersion.WithResource("deployments"):
+		return f.Apps().V1beta1().Deployments().Informer(), true
+	case appsv1beta1.SchemeGroupVersion.WithResource("statefulsets"):
+		return f.Apps().V1beta1().StatefulSets().Informer(), true
+	case v1beta2.SchemeGroupVersion.WithResource("controllerrevisions"):
+		return f.Apps().V1beta2().ControllerRevisions().Informer(), true
+	case v1beta2.SchemeGroupVersion.WithResource("daemonsets"):
+		return f.Apps().V1beta2().DaemonSets().Informer(), true
+	case v1beta2.SchemeGroupVersion.WithResource("deployments"):
+		return f.Apps().V1beta2().Deployments().Informer(), true
+	case v1beta2.SchemeGroupVersion.WithResource("replicasets"):
+		return f.Apps().V1beta2().ReplicaSets().Informer(), true
+	case v1beta2.SchemeGroupVersion.WithResource("statefulsets"):
+		return f.Apps().V1beta2().StatefulSets().Informer(), true
+	case autoscalingv1.SchemeGroupVersion.WithResource("horizontalpodautoscalers"):
+		return f.Autoscaling().V1().HorizontalPodAutoscalers().Informer(), true
+	case v2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"):
+		return f.Autoscaling().V2().HorizontalPodAutoscalers().Informer(), true
+	case batchv1.SchemeGroupVersion.WithResource("cronjobs"):
+		return f.Batch().V1().CronJobs().Informer(), true
+	case batchv1.SchemeGroupVersion.WithResource("jobs"):
+		return f.Batch().V1().Jobs().Informer(), true
+	case batchv1beta1.SchemeGroupVersion.WithResource("cronjobs"):
+		return f.Batch().V1beta1().CronJobs().Informer(), true
+	case certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"):
+		return f.Certificates().V1().CertificateSigningRequests().Informer(), true
+	case certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles"):
+		return f.Certificates().V1().ClusterTrustBundles().Informer(), true
+	case certificatesv1.SchemeGroupVersion.WithResource("podcertificaterequests"):
+		return f.Certificates().V1().PodCertificateRequests().Informer(), true
+	case certificatesv1alpha1.SchemeGroupVersion.WithResource("clustertrustbundles"):
+		return f.Certificates().V1alpha1().ClusterTrustBundles().Informer(), true
+	case certificatesv1beta1.SchemeGroupVersion.WithResource("certificatesigningrequests"):
+		return f.Certificates().V1beta1().CertificateSigningRequests().Informer(), true
+	case certificatesv1beta1.SchemeGroupVersion.WithResource("clustertrustbundles"):
+		return f.Certificates().V1beta1().ClusterTrustBundles().Informer(), true
+	case certificatesv1beta1.SchemeGroupVersion.WithResource("podcertificaterequests"):
+		return f.Certificates().V1beta1().PodCertificateRequests().Informer(), true
+	case coordinationv1.SchemeGroupVersion.WithResource("leases"):
+		return f.Coordination().V1().Leases().Informer(), true
+	case v1alpha2.SchemeGroupVersion.WithResource("leasecandidates"):
+		return f.Coordination().V1alpha2().LeaseCandidates().Informer(), true
+	case coordinationv1beta1.SchemeGroupVersion.WithResource("leases"):
+		return f.Coordination().V1beta1().Leases().Informer(), true
+	case coordinationv1beta1.SchemeGroupVersion.WithResource("leasecandidates"):
+		return f.Coordination().V1beta1().LeaseCandidates().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("componentstatuses"):
+		return f.Core().V1().ComponentStatuses().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("configmaps"):
+		return f.Core().V1().ConfigMaps().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("endpoints"):
+		return f.Core().V1().Endpoints().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("events"):
+		return f.Core().V1().Events().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("limitranges"):
+		return f.Core().V1().LimitRanges().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("namespaces"):
+		return f.Core().V1().Namespaces().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("nodes"):
+		return f.Core().V1().Nodes().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("persistentvolumes"):
+		return f.Core().V1().PersistentVolumes().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"):
+		return f.Core().V1().PersistentVolumeClaims().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("pods"):
+		return f.Core().V1().Pods().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("podtemplates"):
+		return f.Core().V1().PodTemplates().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("replicationcontrollers"):
+		return f.Core().V1().ReplicationControllers().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("resourcequotas"):
+		return f.Core().V1().ResourceQuotas().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("secrets"):
+		return f.Core().V1().Secrets().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("services"):
+		return f.Core().V1().Services().Informer(), true
+	case corev1.SchemeGroupVersion.WithResource("serviceaccounts"):
+		return f.Core().V1().ServiceAccounts().Informer(), true
+	case discoveryv1.SchemeGroupVersion.WithResource("endpointslices"):
+		return f.Discovery().V1().EndpointSlices().Informer(), true
+	case discoveryv1beta1.SchemeGroupVersion.WithResource("endpointslices"):
+		return f.Discovery().V1beta1().EndpointSlices().Informer(), true
+	case eventsv1.SchemeGroupVersion.WithResource("events"):
+		return f.Events().V1().Events().Informer(), true
+	case eventsv1beta1.SchemeGroupVersion.WithResource("events"):
+		return f.Events().V1beta1().Events().Informer(), true
+	case extensionsv1beta1.SchemeGroupVersion.WithResource("daemonsets"):
+		return f.Extensions().V1beta1().DaemonSets().Informer(), true
+	case extensionsv1beta1.SchemeGroupVersion.WithResource("deployments"):
+		return f.Extensions().V1beta1().Deployments().Informer(), true
+	case extensionsv1beta1.SchemeGroupVersion.WithResource("ingresses"):
+		return f.Extensions().V1beta1().Ingresses().Informer(), true
+	case extensionsv1beta1.SchemeGroupVersion.WithResource("networkpolicies"):
+		return f.Extensions().V1beta1().NetworkPolicies().Informer(), true
+	case extensionsv1beta1.SchemeGroupVersion.WithResource("replicasets"):
+		return f.Extensions().V1beta1().ReplicaSets().Informer(), true
+	case flowcontrolv1.SchemeGroupVersion.WithResource("flowschemas"):
+		return f.Flowcontrol().V1().FlowSchemas().Informer(), true
+	case flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"):
+		return f.Flowcontrol().V1().PriorityLevelConfigurations().Informer(), true
+	case flowcontrolv1beta1.SchemeGroupVersion.WithResource("flowschemas"):
+		return f.Flowcontrol().V1beta1().FlowSchemas().Informer(), true
+	case flowcontrolv1beta1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"):
+		return f.Flowcontrol().V1beta1().PriorityLevelConfigurations().Informer(), true
+	case flowcontrolv1beta2.SchemeGroupVersion.WithResource("flowschemas"):
+		return f.Flowcontrol().V1beta2().FlowSchemas().Informer(), true
+	case flowcontrolv1beta2.SchemeGroupVersion.WithResource("prioritylevelconfigurations"):
+		return f.Flowcontrol().V1beta2().PriorityLevelConfigurations().Informer(), true
+	case v1beta3.SchemeGroupVersion.WithResource("flowschemas"):
+		return f.Flowcontrol().V1beta3().FlowSchemas().Informer(), true
+	case v1beta3.SchemeGroupVersion.WithResource("prioritylevelconfigurations"):
+		return f.Flowcontrol().V1beta3().PriorityLevelConfigurations().Informer(), true
+	case apiserverinternalv1alpha1.SchemeGroupVersion.WithResource("storageversions"):
+		return f.Internal().V1alpha1().StorageVersions().Informer(), true
+	case lifecyclev1alpha1.SchemeGroupVersion.WithResource("evictions"):
+		return f.Lifecycle().V1alpha1().Evictions().Informer(), true
+	case lifecyclev1alpha1.SchemeGroupVersion.WithResource("evictionrequests"):
+		return f.Lifecycle().V1alpha1().EvictionRequests().Informer(), true
+	case networkingv1.SchemeGroupVersion.WithResource("ipaddresses"):
+		return f.Networking().V1().IPAddresses().Informer(), true
+	case networkingv1.SchemeGroupVersion.WithResource("ingresses"):
+		return f.Networking().V1().Ingresses().Informer(), true
+	case networkingv1.SchemeGroupVersion.WithResource("ingressclasses"):
+		return f.Networking().V1().IngressClasses().Informer(), true
+	case networkingv1.SchemeGroupVersion.WithResource("networkpolicies"):
+		return f.Networking().V1().NetworkPolicies().Informer(), true
+	case networkingv1.SchemeGroupVersion.WithResource("servicecidrs"):
+		return f.Networking().V1().ServiceCIDRs().Informer(), true
+	case networkingv1beta1.SchemeGroupVersion.WithResource("ipaddresses"):
+		return f.Networking().V1beta1().IPAddresses().Informer(), true
+	case networkingv1beta1.SchemeGroupVersion.WithResource("ingresses"):
+		return f.Networking().V1beta1().Ingresses().Informer(), true
+	case networkingv1beta1.SchemeGroupVersion.WithResource("ingressclasses"):
+		return f.Networking().V1beta1().IngressClasses().Informer(), true
+	case networkingv1beta1.SchemeGroupVersion.WithResource("servicecidrs"):
+		return f.Networking().V1beta1().ServiceCIDRs().Informer(), true
+	case nodev1.SchemeGroupVersion.WithResource("runtimeclasses"):
+		return f.Node().V1().RuntimeClasses().Informer(), true
+	case nodev1alpha1.SchemeGroupVersion.WithResource("runtimeclasses"):
+		return f.Node().V1alpha1().RuntimeClasses().Informer(), true
+	case nodev1beta1.SchemeGroupVersion.WithResource("runtimeclasses"):
+		return f.Node().V1beta1().RuntimeClasses().Informer(), true
+	case policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"):
+		return f.Policy().V1().PodDisruptionBudgets().Informer(), true
+	case policyv1beta1.SchemeGroupVersion.WithResource("poddisruptionbudgets"):
+		return f.Policy().V1beta1().PodDisruptionBudgets().Informer(), true
+	case rbacv1.SchemeGroupVersion.WithResource("clusterroles"):
+		return f.Rbac().V1().ClusterRoles().Informer(), true
+	case rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"):
+		return f.Rbac().V1().ClusterRoleBindings().Informer(), true
+	case rbacv1.SchemeGroupVersion.WithResource("roles"):
+		return f.Rbac().V1().Roles().Informer(), true
+	case rbacv1.SchemeGroupVersion.WithResource("rolebindings"):
+		return f.Rbac().V1().RoleBindings().Informer(), true
+	case rbacv1alpha1.SchemeGroupVersion.WithResource("clusterroles"):
+		return f.Rbac().V1alpha1().ClusterRoles().Informer(), true
+	case rbacv1alpha1.SchemeGroupVersion.WithResource("clusterrolebindings"):
+		return f.Rbac().V1alpha1().ClusterRoleBindings().Informer(), true
+	case rbacv1alpha1.SchemeGroupVersion.WithResource("roles"):
+		return f.Rbac().V1alpha1().Roles().Informer(), true
+	case rbacv1alpha1.SchemeGroupVersion.WithResource("rolebindings"):
+		return f.Rbac().V1alpha1().RoleBindings().Informer(), true
+	case rbacv1beta1.SchemeGroupVersion.WithResource("clusterroles"):
+		return f.Rbac().V1beta1().ClusterRoles().Informer(), true
+	case rbacv1beta1.SchemeGroupVersion.WithResource("clusterrolebindings"):
+		return f.Rbac().V1beta1().ClusterRoleBindings().Informer(), true
+	case rbacv1beta1.SchemeGroupVersion.WithResource("roles"):
+		return f.Rbac().V1beta1().Roles().Informer(), true
+	case rbacv1beta1.SchemeGroupVersion.WithResource("rolebindings"):
+		return f.Rbac().V1beta1().RoleBindings().Informer(), true
+	case resourcev1.SchemeGroupVersion.WithResource("deviceclasses"):
+		return f.Resource().V1().DeviceClasses().Informer(), true
+	case resourcev1.SchemeGroupVersion.WithResource("devicetaintrules"):
+		return f.Resource().V1().DeviceTaintRules().Informer(), true
+	case resourcev1.SchemeGroupVersion.WithResource("resourceclaims"):
+		return f.Resource().V1().ResourceClaims().Informer(), true
+	case resourcev1.SchemeGroupVersion.WithResource("resourceclaimtemplates"):
+		return f.Resource().V1().ResourceClaimTemplates().Informer(), true
+	case resourcev1.SchemeGroupVersion.WithResource("resourceslices"):
+		return f.Resource().V1().ResourceSlices().Informer(), true
+	case v1alpha3.SchemeGroupVersion.WithResource("devicetaintrules"):
+		return f.Resource().V1alpha3().DeviceTaintRules().Informer(), true
+	case v1alpha3.SchemeGroupVersion.WithResource("resourcepoolstatusrequests"):
+		return f.Resource().V1alpha3().ResourcePoolStatusRequests().Informer(), true
+	case resourcev1beta1.SchemeGroupVersion.WithResource("deviceclasses"):
+		return f.Resource().V1beta1().DeviceClasses().Informer(), true
+	case resourcev1beta1.SchemeGroupVersion.WithResource("resourceclaims"):
+		return f.Resource().V1beta1().ResourceClaims().Informer(), true
+	case resourcev1beta1.SchemeGroupVersion.WithResource("resourceclaimtemplates"):
+		return f.Resource().V1beta1().ResourceClaimTemplates().Informer(), true
+	case resourcev1beta1.SchemeGroupVersion.WithResource("resourceslices"):
+		return f.Resource().V1beta1().ResourceSlices().Informer(), true
+	case resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"):
+		return f.Resource().V1beta2().DeviceClasses().Informer(), true
+	case resourcev1beta2.SchemeGroupVersion.WithResource("devicetaintrules"):
+		return f.Resource().V1beta2().DeviceTaintRules().Informer(), true
+	case resourcev1beta2.SchemeGroupVersion.WithResource("resourceclaims"):
+		return f.Resource().V1beta2().ResourceClaims().Informer(), true
+	case resourcev1beta2.SchemeGroupVersion.WithResource("resourceclaimtemplates"):
+		return f.Resource().V1beta2().ResourceClaimTemplates().Informer(), true
+	case resourcev1beta2.SchemeGroupVersion.WithResource("resourceslices"):
+		return f.Resource().V1beta2().ResourceSlices().Informer(), true
+	case schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"):
+		return f.Scheduling().V1().PriorityClasses().Informer(), true
+	case schedulingv1alpha3.SchemeGroupVersion.WithResource("compositepodgroups"):
+		return f.Scheduling().V1alpha3().CompositePodGroups().Informer(), true
+	case schedulingv1alpha3.SchemeGroupVersion.WithResource("podgroups"):
+		return f.Scheduling().V1alpha3().PodGroups().Informer(), true
+	case schedulingv1alpha3.SchemeGroupVersion.WithResource("workloads"):
+		return f.Scheduling().V1alpha3().Workloads().Informer(), true
+	case schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"):
+		return f.Scheduling().V1beta1().PodGroups().Informer(), true
+	case schedulingv1beta1.SchemeGroupVersion.WithResource("priorityclasses"):
+		return f.Scheduling().V1beta1().PriorityClasses().Informer(), true
+	case schedulingv1beta1.SchemeGroupVersion.WithResource("workloads"):
+		return f.Scheduling().V1beta1().Workloads().Informer(), true
+	case storagev1.SchemeGroupVersion.WithResource("csidrivers"):
+		return f.Storage().V1().CSIDrivers().Informer(), true
+	case storagev1.SchemeGroupVersion.WithResource("csinodes"):
+		return f.Storage().V1().CSINodes().Informer(), true
+	case storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"):
+		return f.Storage().V1().CSIStorageCapacities().Informer(), true
+	case storagev1.SchemeGroupVersion.WithResource("storageclasses"):
+		return f.Storage().V1().StorageClasses().Informer(), true
+	case storagev1.SchemeGroupVersion.WithResource("volumeattachments"):
+		return f.Storage().V1().VolumeAttachments().Informer(), true
+	case storagev1.SchemeGroupVersion.WithResource("volumeattributesclasses"):
+		return f.Storage().V1().VolumeAttributesClasses().Informer(), true
+	case storagev1alpha1.SchemeGroupVersion.WithResource("csistoragecapacities"):
+		return f.Storage().V1alpha1().CSIStorageCapacities().Informer(), true
+	case storagev1alpha1.SchemeGroupVersion.WithResource("volumeattachments"):
+		return f.Storage().V1alpha1().VolumeAttachments().Informer(), true
+	case storagev1alpha1.SchemeGroupVersion.WithResource("volumeattributesclasses"):
+		return f.Storage().V1alpha1().VolumeAttributesClasses().Informer(), true
+	case storagev1beta1.SchemeGroupVersion.WithResource("csidrivers"):
+		return f.Storage().V1beta1().CSIDrivers().Informer(), true
+	case storagev1beta1.SchemeGroupVersion.WithResource("csinodes"):
+		return f.Storage().V1beta1().CSINodes().Informer(), true
+	case storagev1beta1.SchemeGroupVersion.WithResource("csistoragecapacities"):
+		return f.Storage().V1beta1().CSIStorageCapacities().Informer(), true
+	case storagev1beta1.SchemeGroupVersion.WithResource("storageclasses"):
+		return f.Storage().V1beta1().StorageClasses().Informer(), true
+	case storagev1beta1.SchemeGroupVersion.WithResource("volumeattachments"):
+		return f.Storage().V1beta1().VolumeAttachments().Informer(), true
+	case storagev1beta1.SchemeGroupVersion.WithResource("volumeattributesclasses"):
+		return f.Storage().V1beta1().VolumeAttributesClasses().Informer(), true
+	case storagemigrationv1.SchemeGroupVersion.WithResource("storageversionmigrations"):
+		return f.Storagemigration().V1().StorageVersionMigrations().Informer(), true
+	case storagemigrationv1beta1.SchemeGroupVersion.WithResource("storageversionmigrations"):
+		return f.Storagemigration().V1beta1().StorageVersionMigrations().Informer(), true
+	}
+	return nil, false
 }
 
-// builtins is, per object type, the resource and the clientset call that
-// lists and watches it, as client-go's generated informer makes them.
-var builtins = map[reflect.Type]builtinResource{
-	reflect.TypeFor[*corev1.ComponentStatus](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "componentstatuss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().ComponentStatuses())
-	}},
-	reflect.TypeFor[*corev1.ConfigMap](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "configmaps"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().ConfigMaps(namespace))
-	}},
-	reflect.TypeFor[*corev1.Endpoints](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "endpointss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().Endpoints(namespace))
-	}},
-	reflect.TypeFor[*corev1.Event](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "events"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().Events(namespace))
-	}},
-	reflect.TypeFor[*corev1.LimitRange](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "limitranges"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().LimitRanges(namespace))
-	}},
-	reflect.TypeFor[*corev1.Namespace](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "namespaces"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().Namespaces())
-	}},
-	reflect.TypeFor[*corev1.Node](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "nodes"}, client: func(client kubernetes.Interface, namespace string) typedClient { return typed(client.CoreV1().Nodes()) }},
-	reflect.TypeFor[*corev1.PersistentVolumeClaim](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "persistentvolumeclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().PersistentVolumeClaims(namespace))
-	}},
-	reflect.TypeFor[*corev1.PersistentVolume](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "persistentvolumes"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().PersistentVolumes())
-	}},
-	reflect.TypeFor[*corev1.Pod](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "pods"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().Pods(namespace))
-	}},
-	reflect.TypeFor[*corev1.PodTemplate](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "podtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().PodTemplates(namespace))
-	}},
-	reflect.TypeFor[*corev1.ReplicationController](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "replicationcontrollers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().ReplicationControllers(namespace))
-	}},
-	reflect.TypeFor[*corev1.ResourceQuota](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "resourcequotas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().ResourceQuotas(namespace))
-	}},
-	reflect.TypeFor[*corev1.Secret](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "secrets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().Secrets(namespace))
-	}},
-	reflect.TypeFor[*corev1.ServiceAccount](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "serviceaccounts"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().ServiceAccounts(namespace))
-	}},
-	reflect.TypeFor[*corev1.Service](): {gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "services"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoreV1().Services(namespace))
-	}},
-	reflect.TypeFor[*v1.MutatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings())
-	}},
-	reflect.TypeFor[*v1.MutatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1().MutatingAdmissionPolicies())
-	}},
-	reflect.TypeFor[*v1.MutatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1().MutatingWebhookConfigurations())
-	}},
-	reflect.TypeFor[*v1.ValidatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings())
-	}},
-	reflect.TypeFor[*v1.ValidatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1().ValidatingAdmissionPolicies())
-	}},
-	reflect.TypeFor[*v1.ValidatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1().ValidatingWebhookConfigurations())
-	}},
-	reflect.TypeFor[*v1alpha1.MutatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "mutatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicyBindings())
-	}},
-	reflect.TypeFor[*v1alpha1.MutatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "mutatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicies())
-	}},
-	reflect.TypeFor[*v1alpha1.ValidatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "validatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicyBindings())
-	}},
-	reflect.TypeFor[*v1alpha1.ValidatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "validatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicies())
-	}},
-	reflect.TypeFor[*v1beta1.MutatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings())
-	}},
-	reflect.TypeFor[*v1beta1.MutatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1beta1().MutatingAdmissionPolicies())
-	}},
-	reflect.TypeFor[*v1beta1.MutatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1beta1().MutatingWebhookConfigurations())
-	}},
-	reflect.TypeFor[*v1beta1.ValidatingAdmissionPolicyBinding](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingadmissionpolicybindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicyBindings())
-	}},
-	reflect.TypeFor[*v1beta1.ValidatingAdmissionPolicy](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingadmissionpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicies())
-	}},
-	reflect.TypeFor[*v1beta1.ValidatingWebhookConfiguration](): {gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingwebhookconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AdmissionregistrationV1beta1().ValidatingWebhookConfigurations())
-	}},
-	reflect.TypeFor[*appsv1.ControllerRevision](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1().ControllerRevisions(namespace))
-	}},
-	reflect.TypeFor[*appsv1.DaemonSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1().DaemonSets(namespace))
-	}},
-	reflect.TypeFor[*appsv1.Deployment](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1().Deployments(namespace))
-	}},
-	reflect.TypeFor[*appsv1.ReplicaSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1().ReplicaSets(namespace))
-	}},
-	reflect.TypeFor[*appsv1.StatefulSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1().StatefulSets(namespace))
-	}},
-	reflect.TypeFor[*appsv1beta1.ControllerRevision](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "controllerrevisions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta1().ControllerRevisions(namespace))
-	}},
-	reflect.TypeFor[*appsv1beta1.Deployment](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta1().Deployments(namespace))
-	}},
-	reflect.TypeFor[*appsv1beta1.StatefulSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "statefulsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta1().StatefulSets(namespace))
-	}},
-	reflect.TypeFor[*v1beta2.ControllerRevision](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "controllerrevisions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta2().ControllerRevisions(namespace))
-	}},
-	reflect.TypeFor[*v1beta2.DaemonSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "daemonsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta2().DaemonSets(namespace))
-	}},
-	reflect.TypeFor[*v1beta2.Deployment](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta2().Deployments(namespace))
-	}},
-	reflect.TypeFor[*v1beta2.ReplicaSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "replicasets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta2().ReplicaSets(namespace))
-	}},
-	reflect.TypeFor[*v1beta2.StatefulSet](): {gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "statefulsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AppsV1beta2().StatefulSets(namespace))
-	}},
-	reflect.TypeFor[*autoscalingv1.HorizontalPodAutoscaler](): {gvr: schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AutoscalingV1().HorizontalPodAutoscalers(namespace))
-	}},
-	reflect.TypeFor[*v2.HorizontalPodAutoscaler](): {gvr: schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.AutoscalingV2().HorizontalPodAutoscalers(namespace))
-	}},
-	reflect.TypeFor[*batchv1.CronJob](): {gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.BatchV1().CronJobs(namespace))
-	}},
-	reflect.TypeFor[*batchv1.Job](): {gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.BatchV1().Jobs(namespace))
-	}},
-	reflect.TypeFor[*batchv1beta1.CronJob](): {gvr: schema.GroupVersionResource{Group: "batch", Version: "v1beta1", Resource: "cronjobs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.BatchV1beta1().CronJobs(namespace))
-	}},
-	reflect.TypeFor[*certificatesv1.CertificateSigningRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CertificatesV1().CertificateSigningRequests())
-	}},
-	reflect.TypeFor[*certificatesv1.ClusterTrustBundle](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "clustertrustbundles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CertificatesV1().ClusterTrustBundles())
-	}},
-	reflect.TypeFor[*certificatesv1.PodCertificateRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CertificatesV1().PodCertificateRequests(namespace))
-	}},
-	reflect.TypeFor[*certificatesv1alpha1.ClusterTrustBundle](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1alpha1", Resource: "clustertrustbundles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CertificatesV1alpha1().ClusterTrustBundles())
-	}},
-	reflect.TypeFor[*certificatesv1beta1.CertificateSigningRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "certificatesigningrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CertificatesV1beta1().CertificateSigningRequests())
-	}},
-	reflect.TypeFor[*certificatesv1beta1.ClusterTrustBundle](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "clustertrustbundles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CertificatesV1beta1().ClusterTrustBundles())
-	}},
-	reflect.TypeFor[*certificatesv1beta1.PodCertificateRequest](): {gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "podcertificaterequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CertificatesV1beta1().PodCertificateRequests(namespace))
-	}},
-	reflect.TypeFor[*coordinationv1.Lease](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoordinationV1().Leases(namespace))
-	}},
-	reflect.TypeFor[*v1alpha2.LeaseCandidate](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1alpha2", Resource: "leasecandidates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoordinationV1alpha2().LeaseCandidates(namespace))
-	}},
-	reflect.TypeFor[*coordinationv1beta1.LeaseCandidate](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1beta1", Resource: "leasecandidates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoordinationV1beta1().LeaseCandidates(namespace))
-	}},
-	reflect.TypeFor[*coordinationv1beta1.Lease](): {gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1beta1", Resource: "leases"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.CoordinationV1beta1().Leases(namespace))
-	}},
-	reflect.TypeFor[*discoveryv1.EndpointSlice](): {gvr: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.DiscoveryV1().EndpointSlices(namespace))
-	}},
-	reflect.TypeFor[*discoveryv1beta1.EndpointSlice](): {gvr: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1beta1", Resource: "endpointslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.DiscoveryV1beta1().EndpointSlices(namespace))
-	}},
-	reflect.TypeFor[*eventsv1.Event](): {gvr: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.EventsV1().Events(namespace))
-	}},
-	reflect.TypeFor[*eventsv1beta1.Event](): {gvr: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1beta1", Resource: "events"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.EventsV1beta1().Events(namespace))
-	}},
-	reflect.TypeFor[*extensionsv1beta1.DaemonSet](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "daemonsets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ExtensionsV1beta1().DaemonSets(namespace))
-	}},
-	reflect.TypeFor[*extensionsv1beta1.Deployment](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "deployments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ExtensionsV1beta1().Deployments(namespace))
-	}},
-	reflect.TypeFor[*extensionsv1beta1.Ingress](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "ingresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ExtensionsV1beta1().Ingresses(namespace))
-	}},
-	reflect.TypeFor[*extensionsv1beta1.NetworkPolicy](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "networkpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ExtensionsV1beta1().NetworkPolicies(namespace))
-	}},
-	reflect.TypeFor[*extensionsv1beta1.ReplicaSet](): {gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "replicasets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ExtensionsV1beta1().ReplicaSets(namespace))
-	}},
-	reflect.TypeFor[*flowcontrolv1.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1().FlowSchemas())
-	}},
-	reflect.TypeFor[*flowcontrolv1.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1().PriorityLevelConfigurations())
-	}},
-	reflect.TypeFor[*flowcontrolv1beta1.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1beta1().FlowSchemas())
-	}},
-	reflect.TypeFor[*flowcontrolv1beta1.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1beta1().PriorityLevelConfigurations())
-	}},
-	reflect.TypeFor[*flowcontrolv1beta2.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1beta2().FlowSchemas())
-	}},
-	reflect.TypeFor[*flowcontrolv1beta2.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1beta2().PriorityLevelConfigurations())
-	}},
-	reflect.TypeFor[*v1beta3.FlowSchema](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "flowschemas"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1beta3().FlowSchemas())
-	}},
-	reflect.TypeFor[*v1beta3.PriorityLevelConfiguration](): {gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "prioritylevelconfigurations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.FlowcontrolV1beta3().PriorityLevelConfigurations())
-	}},
-	reflect.TypeFor[*apiserverinternalv1alpha1.StorageVersion](): {gvr: schema.GroupVersionResource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.InternalV1alpha1().StorageVersions())
-	}},
-	reflect.TypeFor[*lifecyclev1alpha1.EvictionRequest](): {gvr: schema.GroupVersionResource{Group: "lifecycle.k8s.io", Version: "v1alpha1", Resource: "evictionrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.LifecycleV1alpha1().EvictionRequests(namespace))
-	}},
-	reflect.TypeFor[*lifecyclev1alpha1.Eviction](): {gvr: schema.GroupVersionResource{Group: "lifecycle.k8s.io", Version: "v1alpha1", Resource: "evictions"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.LifecycleV1alpha1().Evictions(namespace))
-	}},
-	reflect.TypeFor[*networkingv1.IngressClass](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1().IngressClasses())
-	}},
-	reflect.TypeFor[*networkingv1.Ingress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1().Ingresses(namespace))
-	}},
-	reflect.TypeFor[*networkingv1.IPAddress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ipaddresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1().IPAddresses())
-	}},
-	reflect.TypeFor[*networkingv1.NetworkPolicy](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1().NetworkPolicies(namespace))
-	}},
-	reflect.TypeFor[*networkingv1.ServiceCIDR](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1().ServiceCIDRs())
-	}},
-	reflect.TypeFor[*networkingv1beta1.IngressClass](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ingressclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1beta1().IngressClasses())
-	}},
-	reflect.TypeFor[*networkingv1beta1.Ingress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ingresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1beta1().Ingresses(namespace))
-	}},
-	reflect.TypeFor[*networkingv1beta1.IPAddress](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ipaddresss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1beta1().IPAddresses())
-	}},
-	reflect.TypeFor[*networkingv1beta1.ServiceCIDR](): {gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "servicecidrs"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NetworkingV1beta1().ServiceCIDRs())
-	}},
-	reflect.TypeFor[*nodev1.RuntimeClass](): {gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NodeV1().RuntimeClasses())
-	}},
-	reflect.TypeFor[*nodev1alpha1.RuntimeClass](): {gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1alpha1", Resource: "runtimeclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NodeV1alpha1().RuntimeClasses())
-	}},
-	reflect.TypeFor[*nodev1beta1.RuntimeClass](): {gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1beta1", Resource: "runtimeclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.NodeV1beta1().RuntimeClasses())
-	}},
-	reflect.TypeFor[*policyv1.PodDisruptionBudget](): {gvr: schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.PolicyV1().PodDisruptionBudgets(namespace))
-	}},
-	reflect.TypeFor[*policyv1beta1.PodDisruptionBudget](): {gvr: schema.GroupVersionResource{Group: "policy", Version: "v1beta1", Resource: "poddisruptionbudgets"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.PolicyV1beta1().PodDisruptionBudgets(namespace))
-	}},
-	reflect.TypeFor[*rbacv1.ClusterRoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1().ClusterRoleBindings())
-	}},
-	reflect.TypeFor[*rbacv1.ClusterRole](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1().ClusterRoles())
-	}},
-	reflect.TypeFor[*rbacv1.RoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1().RoleBindings(namespace))
-	}},
-	reflect.TypeFor[*rbacv1.Role](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1().Roles(namespace))
-	}},
-	reflect.TypeFor[*rbacv1alpha1.ClusterRoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "clusterrolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1alpha1().ClusterRoleBindings())
-	}},
-	reflect.TypeFor[*rbacv1alpha1.ClusterRole](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "clusterroles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1alpha1().ClusterRoles())
-	}},
-	reflect.TypeFor[*rbacv1alpha1.RoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "rolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1alpha1().RoleBindings(namespace))
-	}},
-	reflect.TypeFor[*rbacv1alpha1.Role](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "roles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1alpha1().Roles(namespace))
-	}},
-	reflect.TypeFor[*rbacv1beta1.ClusterRoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "clusterrolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1beta1().ClusterRoleBindings())
-	}},
-	reflect.TypeFor[*rbacv1beta1.ClusterRole](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "clusterroles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1beta1().ClusterRoles())
-	}},
-	reflect.TypeFor[*rbacv1beta1.RoleBinding](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "rolebindings"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1beta1().RoleBindings(namespace))
-	}},
-	reflect.TypeFor[*rbacv1beta1.Role](): {gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "roles"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.RbacV1beta1().Roles(namespace))
-	}},
-	reflect.TypeFor[*resourcev1.DeviceClass](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "deviceclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1().DeviceClasses())
-	}},
-	reflect.TypeFor[*resourcev1.DeviceTaintRule](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "devicetaintrules"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1().DeviceTaintRules())
-	}},
-	reflect.TypeFor[*resourcev1.ResourceClaim](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1().ResourceClaims(namespace))
-	}},
-	reflect.TypeFor[*resourcev1.ResourceClaimTemplate](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaimtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1().ResourceClaimTemplates(namespace))
-	}},
-	reflect.TypeFor[*resourcev1.ResourceSlice](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1().ResourceSlices())
-	}},
-	reflect.TypeFor[*v1alpha3.DeviceTaintRule](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1alpha3", Resource: "devicetaintrules"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1alpha3().DeviceTaintRules())
-	}},
-	reflect.TypeFor[*v1alpha3.ResourcePoolStatusRequest](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1alpha3", Resource: "resourcepoolstatusrequests"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1alpha3().ResourcePoolStatusRequests())
-	}},
-	reflect.TypeFor[*resourcev1beta1.DeviceClass](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "deviceclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta1().DeviceClasses())
-	}},
-	reflect.TypeFor[*resourcev1beta1.ResourceClaim](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta1().ResourceClaims(namespace))
-	}},
-	reflect.TypeFor[*resourcev1beta1.ResourceClaimTemplate](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceclaimtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta1().ResourceClaimTemplates(namespace))
-	}},
-	reflect.TypeFor[*resourcev1beta1.ResourceSlice](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta1().ResourceSlices())
-	}},
-	reflect.TypeFor[*resourcev1beta2.DeviceClass](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "deviceclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta2().DeviceClasses())
-	}},
-	reflect.TypeFor[*resourcev1beta2.DeviceTaintRule](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "devicetaintrules"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta2().DeviceTaintRules())
-	}},
-	reflect.TypeFor[*resourcev1beta2.ResourceClaim](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceclaims"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta2().ResourceClaims(namespace))
-	}},
-	reflect.TypeFor[*resourcev1beta2.ResourceClaimTemplate](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceclaimtemplates"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta2().ResourceClaimTemplates(namespace))
-	}},
-	reflect.TypeFor[*resourcev1beta2.ResourceSlice](): {gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceslices"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.ResourceV1beta2().ResourceSlices())
-	}},
-	reflect.TypeFor[*schedulingv1.PriorityClass](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.SchedulingV1().PriorityClasses())
-	}},
-	reflect.TypeFor[*schedulingv1alpha3.CompositePodGroup](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "compositepodgroups"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.SchedulingV1alpha3().CompositePodGroups(namespace))
-	}},
-	reflect.TypeFor[*schedulingv1alpha3.PodGroup](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "podgroups"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.SchedulingV1alpha3().PodGroups(namespace))
-	}},
-	reflect.TypeFor[*schedulingv1alpha3.Workload](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "workloads"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.SchedulingV1alpha3().Workloads(namespace))
-	}},
-	reflect.TypeFor[*schedulingv1beta1.PodGroup](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.SchedulingV1beta1().PodGroups(namespace))
-	}},
-	reflect.TypeFor[*schedulingv1beta1.PriorityClass](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "priorityclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.SchedulingV1beta1().PriorityClasses())
-	}},
-	reflect.TypeFor[*schedulingv1beta1.Workload](): {gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "workloads"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.SchedulingV1beta1().Workloads(namespace))
-	}},
-	reflect.TypeFor[*storagev1.CSIDriver](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1().CSIDrivers())
-	}},
-	reflect.TypeFor[*storagev1.CSINode](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1().CSINodes())
-	}},
-	reflect.TypeFor[*storagev1.CSIStorageCapacity](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csistoragecapacitys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1().CSIStorageCapacities(namespace))
-	}},
-	reflect.TypeFor[*storagev1.StorageClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1().StorageClasses())
-	}},
-	reflect.TypeFor[*storagev1.VolumeAttachment](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1().VolumeAttachments())
-	}},
-	reflect.TypeFor[*storagev1.VolumeAttributesClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattributesclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1().VolumeAttributesClasses())
-	}},
-	reflect.TypeFor[*storagev1alpha1.CSIStorageCapacity](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "csistoragecapacitys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1alpha1().CSIStorageCapacities(namespace))
-	}},
-	reflect.TypeFor[*storagev1alpha1.VolumeAttachment](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "volumeattachments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1alpha1().VolumeAttachments())
-	}},
-	reflect.TypeFor[*storagev1alpha1.VolumeAttributesClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "volumeattributesclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1alpha1().VolumeAttributesClasses())
-	}},
-	reflect.TypeFor[*storagev1beta1.CSIDriver](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csidrivers"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1beta1().CSIDrivers())
-	}},
-	reflect.TypeFor[*storagev1beta1.CSINode](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csinodes"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1beta1().CSINodes())
-	}},
-	reflect.TypeFor[*storagev1beta1.CSIStorageCapacity](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csistoragecapacitys"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1beta1().CSIStorageCapacities(namespace))
-	}},
-	reflect.TypeFor[*storagev1beta1.StorageClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "storageclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1beta1().StorageClasses())
-	}},
-	reflect.TypeFor[*storagev1beta1.VolumeAttachment](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "volumeattachments"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1beta1().VolumeAttachments())
-	}},
-	reflect.TypeFor[*storagev1beta1.VolumeAttributesClass](): {gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "volumeattributesclasss"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StorageV1beta1().VolumeAttributesClasses())
-	}},
-	reflect.TypeFor[*storagemigrationv1.StorageVersionMigration](): {gvr: schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StoragemigrationV1().StorageVersionMigrations())
-	}},
-	reflect.TypeFor[*storagemigrationv1beta1.StorageVersionMigration](): {gvr: schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1beta1", Resource: "storageversionmigrations"}, client: func(client kubernetes.Interface, namespace string) typedClient {
-		return typed(client.StoragemigrationV1beta1().StorageVersionMigrations())
-	}},
+// resourceGVRs lists the resources ForResource serves.
+func resourceGVRs() []schema.GroupVersionResource {
+	return []schema.GroupVersionResource{
+		v1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"),
+		v1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"),
+		v1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"),
+		v1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"),
+		v1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"),
+		v1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"),
+		v1alpha1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"),
+		v1alpha1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"),
+		v1alpha1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"),
+		v1alpha1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"),
+		v1beta1.SchemeGroupVersion.WithResource("mutatingadmissionpolicies"),
+		v1beta1.SchemeGroupVersion.WithResource("mutatingadmissionpolicybindings"),
+		v1beta1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"),
+		v1beta1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"),
+		v1beta1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"),
+		v1beta1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"),
+		appsv1.SchemeGroupVersion.WithResource("controllerrevisions"),
+		appsv1.SchemeGroupVersion.WithResource("daemonsets"),
+		appsv1.SchemeGroupVersion.WithResource("deployments"),
+		appsv1.SchemeGroupVersion.WithResource("replicasets"),
+		appsv1.SchemeGroupVersion.WithResource("statefulsets"),
+		appsv1beta1.SchemeGroupVersion.WithResource("controllerrevisions"),
+		appsv1beta1.SchemeGroupVersion.WithResource("deployments"),
+		appsv1beta1.SchemeGroupVersion.WithResource("statefulsets"),
+		v1beta2.SchemeGroupVersion.WithResource("controllerrevisions"),
+		v1beta2.SchemeGroupVersion.WithResource("daemonsets"),
+		v1beta2.SchemeGroupVersion.WithResource("deployments"),
+		v1beta2.SchemeGroupVersion.WithResource("replicasets"),
+		v1beta2.SchemeGroupVersion.WithResource("statefulsets"),
+		autoscalingv1.SchemeGroupVersion.WithResource("horizontalpodautoscalers"),
+		v2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"),
+		batchv1.SchemeGroupVersion.WithResource("cronjobs"),
+		batchv1.SchemeGroupVersion.WithResource("jobs"),
+		batchv1beta1.SchemeGroupVersion.WithResource("cronjobs"),
+		certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"),
+		certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles"),
+		certificatesv1.SchemeGroupVersion.WithResource("podcertificaterequests"),
+		certificatesv1alpha1.SchemeGroupVersion.WithResource("clustertrustbundles"),
+		certificatesv1beta1.SchemeGroupVersion.WithResource("certificatesigningrequests"),
+		certificatesv1beta1.SchemeGroupVersion.WithResource("clustertrustbundles"),
+		certificatesv1beta1.SchemeGroupVersion.WithResource("podcertificaterequests"),
+		coordinationv1.SchemeGroupVersion.WithResource("leases"),
+		v1alpha2.SchemeGroupVersion.WithResource("leasecandidates"),
+		coordinationv1beta1.SchemeGroupVersion.WithResource("leases"),
+		coordinationv1beta1.SchemeGroupVersion.WithResource("leasecandidates"),
+		corev1.SchemeGroupVersion.WithResource("componentstatuses"),
+		corev1.SchemeGroupVersion.WithResource("configmaps"),
+		corev1.SchemeGroupVersion.WithResource("endpoints"),
+		corev1.SchemeGroupVersion.WithResource("events"),
+		corev1.SchemeGroupVersion.WithResource("limitranges"),
+		corev1.SchemeGroupVersion.WithResource("namespaces"),
+		corev1.SchemeGroupVersion.WithResource("nodes"),
+		corev1.SchemeGroupVersion.WithResource("persistentvolumes"),
+		corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"),
+		corev1.SchemeGroupVersion.WithResource("pods"),
+		corev1.SchemeGroupVersion.WithResource("podtemplates"),
+		corev1.SchemeGroupVersion.WithResource("replicationcontrollers"),
+		corev1.SchemeGroupVersion.WithResource("resourcequotas"),
+		corev1.SchemeGroupVersion.WithResource("secrets"),
+		corev1.SchemeGroupVersion.WithResource("services"),
+		corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
+		discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),
+		discoveryv1beta1.SchemeGroupVersion.WithResource("endpointslices"),
+		eventsv1.SchemeGroupVersion.WithResource("events"),
+		eventsv1beta1.SchemeGroupVersion.WithResource("events"),
+		extensionsv1beta1.SchemeGroupVersion.WithResource("daemonsets"),
+		extensionsv1beta1.SchemeGroupVersion.WithResource("deployments"),
+		extensionsv1beta1.SchemeGroupVersion.WithResource("ingresses"),
+		extensionsv1beta1.SchemeGroupVersion.WithResource("networkpolicies"),
+		extensionsv1beta1.SchemeGroupVersion.WithResource("replicasets"),
+		flowcontrolv1.SchemeGroupVersion.WithResource("flowschemas"),
+		flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"),
+		flowcontrolv1beta1.SchemeGroupVersion.WithResource("flowschemas"),
+		flowcontrolv1beta1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"),
+		flowcontrolv1beta2.SchemeGroupVersion.WithResource("flowschemas"),
+		flowcontrolv1beta2.SchemeGroupVersion.WithResource("prioritylevelconfigurations"),
+		v1beta3.SchemeGroupVersion.WithResource("flowschemas"),
+		v1beta3.SchemeGroupVersion.WithResource("prioritylevelconfigurations"),
+		apiserverinternalv1alpha1.SchemeGroupVersion.WithResource("storageversions"),
+		lifecyclev1alpha1.SchemeGroupVersion.WithResource("evictions"),
+		lifecyclev1alpha1.SchemeGroupVersion.WithResource("evictionrequests"),
+		networkingv1.SchemeGroupVersion.WithResource("ipaddresses"),
+		networkingv1.SchemeGroupVersion.WithResource("ingresses"),
+		networkingv1.SchemeGroupVersion.WithResource("ingressclasses"),
+		networkingv1.SchemeGroupVersion.WithResource("networkpolicies"),
+		networkingv1.SchemeGroupVersion.WithResource("servicecidrs"),
+		networkingv1beta1.SchemeGroupVersion.WithResource("ipaddresses"),
+		networkingv1beta1.SchemeGroupVersion.WithResource("ingresses"),
+		networkingv1beta1.SchemeGroupVersion.WithResource("ingressclasses"),
+		networkingv1beta1.SchemeGroupVersion.WithResource("servicecidrs"),
+		nodev1.SchemeGroupVersion.WithResource("runtimeclasses"),
+		nodev1alpha1.SchemeGroupVersion.WithResource("runtimeclasses"),
+		nodev1beta1.SchemeGroupVersion.WithResource("runtimeclasses"),
+		policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"),
+		policyv1beta1.SchemeGroupVersion.WithResource("poddisruptionbudgets"),
+		rbacv1.SchemeGroupVersion.WithResource("clusterroles"),
+		rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
+		rbacv1.SchemeGroupVersion.WithResource("roles"),
+		rbacv1.SchemeGroupVersion.WithResource("rolebindings"),
+		rbacv1alpha1.SchemeGroupVersion.WithResource("clusterroles"),
+		rbacv1alpha1.SchemeGroupVersion.WithResource("clusterrolebindings"),
+		rbacv1alpha1.SchemeGroupVersion.WithResource("roles"),
+		rbacv1alpha1.SchemeGroupVersion.WithResource("rolebindings"),
+		rbacv1beta1.SchemeGroupVersion.WithResource("clusterroles"),
+		rbacv1beta1.SchemeGroupVersion.WithResource("clusterrolebindings"),
+		rbacv1beta1.SchemeGroupVersion.WithResource("roles"),
+		rbacv1beta1.SchemeGroupVersion.WithResource("rolebindings"),
+		resourcev1.SchemeGroupVersion.WithResource("deviceclasses"),
+		resourcev1.SchemeGroupVersion.WithResource("devicetaintrules"),
+		resourcev1.SchemeGroupVersion.WithResource("resourceclaims"),
+		resourcev1.SchemeGroupVersion.WithResource("resourceclaimtemplates"),
+		resourcev1.SchemeGroupVersion.WithResource("resourceslices"),
+		v1alpha3.SchemeGroupVersion.WithResource("devicetaintrules"),
+		v1alpha3.SchemeGroupVersion.WithResource("resourcepoolstatusrequests"),
+		resourcev1beta1.SchemeGroupVersion.WithResource("deviceclasses"),
+		resourcev1beta1.SchemeGroupVersion.WithResource("resourceclaims"),
+		resourcev1beta1.SchemeGroupVersion.WithResource("resourceclaimtemplates"),
+		resourcev1beta1.SchemeGroupVersion.WithResource("resourceslices"),
+		resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"),
+		resourcev1beta2.SchemeGroupVersion.WithResource("devicetaintrules"),
+		resourcev1beta2.SchemeGroupVersion.WithResource("resourceclaims"),
+		resourcev1beta2.SchemeGroupVersion.WithResource("resourceclaimtemplates"),
+		resourcev1beta2.SchemeGroupVersion.WithResource("resourceslices"),
+		schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"),
+		schedulingv1alpha3.SchemeGroupVersion.WithResource("compositepodgroups"),
+		schedulingv1alpha3.SchemeGroupVersion.WithResource("podgroups"),
+		schedulingv1alpha3.SchemeGroupVersion.WithResource("workloads"),
+		schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"),
+		schedulingv1beta1.SchemeGroupVersion.WithResource("priorityclasses"),
+		schedulingv1beta1.SchemeGroupVersion.WithResource("workloads"),
+		storagev1.SchemeGroupVersion.WithResource("csidrivers"),
+		storagev1.SchemeGroupVersion.WithResource("csinodes"),
+		storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"),
+		storagev1.SchemeGroupVersion.WithResource("storageclasses"),
+		storagev1.SchemeGroupVersion.WithResource("volumeattachments"),
+		storagev1.SchemeGroupVersion.WithResource("volumeattributesclasses"),
+		storagev1alpha1.SchemeGroupVersion.WithResource("csistoragecapacities"),
+		storagev1alpha1.SchemeGroupVersion.WithResource("volumeattachments"),
+		storagev1alpha1.SchemeGroupVersion.WithResource("volumeattributesclasses"),
+		storagev1beta1.SchemeGroupVersion.WithResource("csidrivers"),
+		storagev1beta1.SchemeGroupVersion.WithResource("csinodes"),
+		storagev1beta1.SchemeGroupVersion.WithResource("csistoragecapacities"),
+		storagev1beta1.SchemeGroupVersion.WithResource("storageclasses"),
+		storagev1beta1.SchemeGroupVersion.WithResource("volumeattachments"),
+		storagev1beta1.SchemeGroupVersion.WithResource("volumeattributesclasses"),
+		storagemigrationv1.SchemeGroupVersion.WithResource("storageversionmigrations"),
+		storagemigrationv1beta1.SchemeGroupVersion.WithResource("storageversionmigrations"),
+	}
+}
+
+// allBuiltins lists every group's builtins by group accessor.
+func allBuiltins() map[string]func() builtinGroup {
+	return map[string]func() builtinGroup{
+		"Admissionregistration": admissionregistrationBuiltins,
+		"Internal":              apiserverinternalBuiltins,
+		"Apps":                  appsBuiltins,
+		"Autoscaling":           autoscalingBuiltins,
+		"Batch":                 batchBuiltins,
+		"Certificates":          certificatesBuiltins,
+		"Coordination":          coordinationBuiltins,
+		"Core":                  coreBuiltins,
+		"Discovery":             discoveryBuiltins,
+		"Events":                eventsBuiltins,
+		"Extensions":            extensionsBuiltins,
+		"Flowcontrol":           flowcontrolBuiltins,
+		"Lifecycle":             lifecycleBuiltins,
+		"Networking":            networkingBuiltins,
+		"Node":                  nodeBuiltins,
+		"Policy":                policyBuiltins,
+		"Rbac":                  rbacBuiltins,
+		"Resource":              resourceBuiltins,
+		"Scheduling":            schedulingBuiltins,
+		"Storage":               storageBuiltins,
+		"Storagemigration":      storagemigrationBuiltins,
+	}
+}
+
+// admissionregistrationBuiltins is, per object type of the admissionregistration group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func admissionregistrationBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*v1.MutatingAdmissionPolicyBinding](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1.MutatingAdmissionPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1().MutatingAdmissionPolicies().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1.MutatingWebhookConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1().MutatingWebhookConfigurations().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1.ValidatingAdmissionPolicyBinding](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1.ValidatingAdmissionPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1.ValidatingWebhookConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1alpha1.MutatingAdmissionPolicyBinding](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "mutatingadmissionpolicybindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicyBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicyBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1alpha1.MutatingAdmissionPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "mutatingadmissionpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicies().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1alpha1().MutatingAdmissionPolicies().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1alpha1.ValidatingAdmissionPolicyBinding](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "validatingadmissionpolicybindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicyBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicyBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1alpha1.ValidatingAdmissionPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "validatingadmissionpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicies().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicies().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta1.MutatingAdmissionPolicyBinding](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingadmissionpolicybindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta1.MutatingAdmissionPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingadmissionpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1beta1().MutatingAdmissionPolicies().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1beta1().MutatingAdmissionPolicies().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta1.MutatingWebhookConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingwebhookconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1beta1().MutatingWebhookConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1beta1().MutatingWebhookConfigurations().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta1.ValidatingAdmissionPolicyBinding](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingadmissionpolicybindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicyBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicyBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta1.ValidatingAdmissionPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingadmissionpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicies().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicies().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta1.ValidatingWebhookConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "validatingwebhookconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AdmissionregistrationV1beta1().ValidatingWebhookConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AdmissionregistrationV1beta1().ValidatingWebhookConfigurations().Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// apiserverinternalBuiltins is, per object type of the apiserverinternal group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func apiserverinternalBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*apiserverinternalv1alpha1.StorageVersion](): {
+			gvr: schema.GroupVersionResource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.InternalV1alpha1().StorageVersions().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.InternalV1alpha1().StorageVersions().Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// appsBuiltins is, per object type of the apps group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func appsBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*appsv1.ControllerRevision](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1().ControllerRevisions(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1().ControllerRevisions(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*appsv1.DaemonSet](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1().DaemonSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1().DaemonSets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*appsv1.Deployment](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1().Deployments(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1().Deployments(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*appsv1.ReplicaSet](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1().ReplicaSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1().ReplicaSets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*appsv1.StatefulSet](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1().StatefulSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1().StatefulSets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*appsv1beta1.ControllerRevision](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "controllerrevisions"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta1().ControllerRevisions(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta1().ControllerRevisions(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*appsv1beta1.Deployment](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "deployments"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta1().Deployments(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta1().Deployments(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*appsv1beta1.StatefulSet](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta1", Resource: "statefulsets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta1().StatefulSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta1().StatefulSets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta2.ControllerRevision](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "controllerrevisions"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta2().ControllerRevisions(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta2().ControllerRevisions(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta2.DaemonSet](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "daemonsets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta2().DaemonSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta2().DaemonSets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta2.Deployment](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta2().Deployments(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta2().Deployments(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta2.ReplicaSet](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "replicasets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta2().ReplicaSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta2().ReplicaSets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta2.StatefulSet](): {
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "statefulsets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1beta2().StatefulSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AppsV1beta2().StatefulSets(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// autoscalingBuiltins is, per object type of the autoscaling group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func autoscalingBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*autoscalingv1.HorizontalPodAutoscaler](): {
+			gvr: schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AutoscalingV1().HorizontalPodAutoscalers(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AutoscalingV1().HorizontalPodAutoscalers(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v2.HorizontalPodAutoscaler](): {
+			gvr: schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.AutoscalingV2().HorizontalPodAutoscalers(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.AutoscalingV2().HorizontalPodAutoscalers(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// batchBuiltins is, per object type of the batch group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func batchBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*batchv1.CronJob](): {
+			gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.BatchV1().CronJobs(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.BatchV1().CronJobs(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*batchv1.Job](): {
+			gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.BatchV1().Jobs(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.BatchV1().Jobs(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*batchv1beta1.CronJob](): {
+			gvr: schema.GroupVersionResource{Group: "batch", Version: "v1beta1", Resource: "cronjobs"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.BatchV1beta1().CronJobs(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.BatchV1beta1().CronJobs(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// certificatesBuiltins is, per object type of the certificates group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func certificatesBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*certificatesv1.CertificateSigningRequest](): {
+			gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CertificatesV1().CertificateSigningRequests().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CertificatesV1().CertificateSigningRequests().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*certificatesv1.ClusterTrustBundle](): {
+			gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "clustertrustbundles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CertificatesV1().ClusterTrustBundles().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CertificatesV1().ClusterTrustBundles().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*certificatesv1.PodCertificateRequest](): {
+			gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CertificatesV1().PodCertificateRequests(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CertificatesV1().PodCertificateRequests(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*certificatesv1alpha1.ClusterTrustBundle](): {
+			gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1alpha1", Resource: "clustertrustbundles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CertificatesV1alpha1().ClusterTrustBundles().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CertificatesV1alpha1().ClusterTrustBundles().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*certificatesv1beta1.CertificateSigningRequest](): {
+			gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "certificatesigningrequests"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CertificatesV1beta1().CertificateSigningRequests().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CertificatesV1beta1().CertificateSigningRequests().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*certificatesv1beta1.ClusterTrustBundle](): {
+			gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "clustertrustbundles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CertificatesV1beta1().ClusterTrustBundles().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CertificatesV1beta1().ClusterTrustBundles().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*certificatesv1beta1.PodCertificateRequest](): {
+			gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1beta1", Resource: "podcertificaterequests"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CertificatesV1beta1().PodCertificateRequests(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CertificatesV1beta1().PodCertificateRequests(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// coordinationBuiltins is, per object type of the coordination group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func coordinationBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*coordinationv1.Lease](): {
+			gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoordinationV1().Leases(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoordinationV1().Leases(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1alpha2.LeaseCandidate](): {
+			gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1alpha2", Resource: "leasecandidates"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoordinationV1alpha2().LeaseCandidates(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoordinationV1alpha2().LeaseCandidates(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*coordinationv1beta1.LeaseCandidate](): {
+			gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1beta1", Resource: "leasecandidates"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoordinationV1beta1().LeaseCandidates(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoordinationV1beta1().LeaseCandidates(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*coordinationv1beta1.Lease](): {
+			gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1beta1", Resource: "leases"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoordinationV1beta1().Leases(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoordinationV1beta1().Leases(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// coreBuiltins is, per object type of the core group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func coreBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*corev1.ComponentStatus](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "componentstatuss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().ComponentStatuses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().ComponentStatuses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.ConfigMap](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "configmaps"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().ConfigMaps(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().ConfigMaps(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.Endpoints](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "endpointss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Endpoints(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Endpoints(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.Event](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "events"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Events(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Events(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.LimitRange](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "limitranges"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().LimitRanges(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().LimitRanges(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.Namespace](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "namespaces"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Namespaces().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Namespaces().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.Node](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "nodes"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Nodes().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Nodes().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.PersistentVolumeClaim](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "persistentvolumeclaims"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().PersistentVolumeClaims(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.PersistentVolume](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "persistentvolumes"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().PersistentVolumes().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().PersistentVolumes().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.Pod](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "pods"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Pods(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Pods(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.PodTemplate](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "podtemplates"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().PodTemplates(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().PodTemplates(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.ReplicationController](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "replicationcontrollers"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().ReplicationControllers(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().ReplicationControllers(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.ResourceQuota](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "resourcequotas"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().ResourceQuotas(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().ResourceQuotas(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.Secret](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "secrets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Secrets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Secrets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.ServiceAccount](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "serviceaccounts"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().ServiceAccounts(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().ServiceAccounts(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*corev1.Service](): {
+			gvr: schema.GroupVersionResource{Group: "", Version: "v1", Resource: "services"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Services(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Services(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// discoveryBuiltins is, per object type of the discovery group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func discoveryBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*discoveryv1.EndpointSlice](): {
+			gvr: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.DiscoveryV1().EndpointSlices(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.DiscoveryV1().EndpointSlices(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*discoveryv1beta1.EndpointSlice](): {
+			gvr: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1beta1", Resource: "endpointslices"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.DiscoveryV1beta1().EndpointSlices(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.DiscoveryV1beta1().EndpointSlices(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// eventsBuiltins is, per object type of the events group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func eventsBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*eventsv1.Event](): {
+			gvr: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.EventsV1().Events(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.EventsV1().Events(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*eventsv1beta1.Event](): {
+			gvr: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1beta1", Resource: "events"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.EventsV1beta1().Events(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.EventsV1beta1().Events(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// extensionsBuiltins is, per object type of the extensions group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func extensionsBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*extensionsv1beta1.DaemonSet](): {
+			gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "daemonsets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ExtensionsV1beta1().DaemonSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ExtensionsV1beta1().DaemonSets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*extensionsv1beta1.Deployment](): {
+			gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "deployments"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ExtensionsV1beta1().Deployments(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ExtensionsV1beta1().Deployments(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*extensionsv1beta1.Ingress](): {
+			gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "ingresss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ExtensionsV1beta1().Ingresses(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ExtensionsV1beta1().Ingresses(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*extensionsv1beta1.NetworkPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "networkpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ExtensionsV1beta1().NetworkPolicies(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ExtensionsV1beta1().NetworkPolicies(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*extensionsv1beta1.ReplicaSet](): {
+			gvr: schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "replicasets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ExtensionsV1beta1().ReplicaSets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ExtensionsV1beta1().ReplicaSets(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// flowcontrolBuiltins is, per object type of the flowcontrol group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func flowcontrolBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*flowcontrolv1.FlowSchema](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1().FlowSchemas().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1().FlowSchemas().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*flowcontrolv1.PriorityLevelConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1().PriorityLevelConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1().PriorityLevelConfigurations().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*flowcontrolv1beta1.FlowSchema](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1", Resource: "flowschemas"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1beta1().FlowSchemas().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1beta1().FlowSchemas().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*flowcontrolv1beta1.PriorityLevelConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1", Resource: "prioritylevelconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1beta1().PriorityLevelConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1beta1().PriorityLevelConfigurations().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*flowcontrolv1beta2.FlowSchema](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2", Resource: "flowschemas"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1beta2().FlowSchemas().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1beta2().FlowSchemas().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*flowcontrolv1beta2.PriorityLevelConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2", Resource: "prioritylevelconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1beta2().PriorityLevelConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1beta2().PriorityLevelConfigurations().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta3.FlowSchema](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "flowschemas"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1beta3().FlowSchemas().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1beta3().FlowSchemas().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1beta3.PriorityLevelConfiguration](): {
+			gvr: schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "prioritylevelconfigurations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.FlowcontrolV1beta3().PriorityLevelConfigurations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.FlowcontrolV1beta3().PriorityLevelConfigurations().Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// lifecycleBuiltins is, per object type of the lifecycle group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func lifecycleBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*lifecyclev1alpha1.EvictionRequest](): {
+			gvr: schema.GroupVersionResource{Group: "lifecycle.k8s.io", Version: "v1alpha1", Resource: "evictionrequests"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.LifecycleV1alpha1().EvictionRequests(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.LifecycleV1alpha1().EvictionRequests(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*lifecyclev1alpha1.Eviction](): {
+			gvr: schema.GroupVersionResource{Group: "lifecycle.k8s.io", Version: "v1alpha1", Resource: "evictions"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.LifecycleV1alpha1().Evictions(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.LifecycleV1alpha1().Evictions(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// networkingBuiltins is, per object type of the networking group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func networkingBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*networkingv1.IngressClass](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1().IngressClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1().IngressClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1.Ingress](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1().Ingresses(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1().Ingresses(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1.IPAddress](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ipaddresss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1().IPAddresses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1().IPAddresses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1.NetworkPolicy](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1().NetworkPolicies(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1().NetworkPolicies(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1.ServiceCIDR](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1().ServiceCIDRs().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1().ServiceCIDRs().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1beta1.IngressClass](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ingressclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1beta1().IngressClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1beta1().IngressClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1beta1.Ingress](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ingresss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1beta1().Ingresses(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1beta1().Ingresses(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1beta1.IPAddress](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "ipaddresss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1beta1().IPAddresses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1beta1().IPAddresses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*networkingv1beta1.ServiceCIDR](): {
+			gvr: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1beta1", Resource: "servicecidrs"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NetworkingV1beta1().ServiceCIDRs().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NetworkingV1beta1().ServiceCIDRs().Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// nodeBuiltins is, per object type of the node group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func nodeBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*nodev1.RuntimeClass](): {
+			gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NodeV1().RuntimeClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NodeV1().RuntimeClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*nodev1alpha1.RuntimeClass](): {
+			gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1alpha1", Resource: "runtimeclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NodeV1alpha1().RuntimeClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NodeV1alpha1().RuntimeClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*nodev1beta1.RuntimeClass](): {
+			gvr: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1beta1", Resource: "runtimeclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.NodeV1beta1().RuntimeClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.NodeV1beta1().RuntimeClasses().Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// policyBuiltins is, per object type of the policy group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func policyBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*policyv1.PodDisruptionBudget](): {
+			gvr: schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.PolicyV1().PodDisruptionBudgets(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*policyv1beta1.PodDisruptionBudget](): {
+			gvr: schema.GroupVersionResource{Group: "policy", Version: "v1beta1", Resource: "poddisruptionbudgets"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.PolicyV1beta1().PodDisruptionBudgets(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.PolicyV1beta1().PodDisruptionBudgets(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// rbacBuiltins is, per object type of the rbac group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func rbacBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*rbacv1.ClusterRoleBinding](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1().ClusterRoleBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1().ClusterRoleBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1.ClusterRole](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1().ClusterRoles().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1().ClusterRoles().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1.RoleBinding](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1().RoleBindings(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1().RoleBindings(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1.Role](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1().Roles(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1().Roles(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1alpha1.ClusterRoleBinding](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "clusterrolebindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1alpha1().ClusterRoleBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1alpha1().ClusterRoleBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1alpha1.ClusterRole](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "clusterroles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1alpha1().ClusterRoles().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1alpha1().ClusterRoles().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1alpha1.RoleBinding](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "rolebindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1alpha1().RoleBindings(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1alpha1().RoleBindings(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1alpha1.Role](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1alpha1", Resource: "roles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1alpha1().Roles(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1alpha1().Roles(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1beta1.ClusterRoleBinding](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "clusterrolebindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1beta1().ClusterRoleBindings().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1beta1().ClusterRoleBindings().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1beta1.ClusterRole](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "clusterroles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1beta1().ClusterRoles().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1beta1().ClusterRoles().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1beta1.RoleBinding](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "rolebindings"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1beta1().RoleBindings(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1beta1().RoleBindings(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*rbacv1beta1.Role](): {
+			gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1beta1", Resource: "roles"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.RbacV1beta1().Roles(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.RbacV1beta1().Roles(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// resourceBuiltins is, per object type of the resource group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func resourceBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*resourcev1.DeviceClass](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "deviceclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1().DeviceClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1().DeviceClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1.DeviceTaintRule](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "devicetaintrules"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1().DeviceTaintRules().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1().DeviceTaintRules().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1.ResourceClaim](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaims"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1().ResourceClaims(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1().ResourceClaims(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1.ResourceClaimTemplate](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaimtemplates"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1().ResourceClaimTemplates(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1().ResourceClaimTemplates(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1.ResourceSlice](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1().ResourceSlices().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1().ResourceSlices().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1alpha3.DeviceTaintRule](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1alpha3", Resource: "devicetaintrules"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1alpha3().DeviceTaintRules().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1alpha3().DeviceTaintRules().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*v1alpha3.ResourcePoolStatusRequest](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1alpha3", Resource: "resourcepoolstatusrequests"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1alpha3().ResourcePoolStatusRequests().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1alpha3().ResourcePoolStatusRequests().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta1.DeviceClass](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "deviceclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta1().DeviceClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta1().DeviceClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta1.ResourceClaim](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceclaims"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta1().ResourceClaims(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta1().ResourceClaims(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta1.ResourceClaimTemplate](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceclaimtemplates"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta1().ResourceClaimTemplates(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta1().ResourceClaimTemplates(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta1.ResourceSlice](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceslices"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta1().ResourceSlices().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta1().ResourceSlices().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta2.DeviceClass](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "deviceclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta2().DeviceClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta2().DeviceClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta2.DeviceTaintRule](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "devicetaintrules"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta2().DeviceTaintRules().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta2().DeviceTaintRules().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta2.ResourceClaim](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceclaims"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta2().ResourceClaims(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta2().ResourceClaims(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta2.ResourceClaimTemplate](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceclaimtemplates"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta2().ResourceClaimTemplates(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta2().ResourceClaimTemplates(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*resourcev1beta2.ResourceSlice](): {
+			gvr: schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta2", Resource: "resourceslices"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.ResourceV1beta2().ResourceSlices().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.ResourceV1beta2().ResourceSlices().Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// schedulingBuiltins is, per object type of the scheduling group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func schedulingBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*schedulingv1.PriorityClass](): {
+			gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.SchedulingV1().PriorityClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.SchedulingV1().PriorityClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*schedulingv1alpha3.CompositePodGroup](): {
+			gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "compositepodgroups"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.SchedulingV1alpha3().CompositePodGroups(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.SchedulingV1alpha3().CompositePodGroups(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*schedulingv1alpha3.PodGroup](): {
+			gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "podgroups"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.SchedulingV1alpha3().PodGroups(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.SchedulingV1alpha3().PodGroups(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*schedulingv1alpha3.Workload](): {
+			gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "workloads"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.SchedulingV1alpha3().Workloads(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.SchedulingV1alpha3().Workloads(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*schedulingv1beta1.PodGroup](): {
+			gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.SchedulingV1beta1().PodGroups(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.SchedulingV1beta1().PodGroups(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*schedulingv1beta1.PriorityClass](): {
+			gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "priorityclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.SchedulingV1beta1().PriorityClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.SchedulingV1beta1().PriorityClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*schedulingv1beta1.Workload](): {
+			gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "workloads"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.SchedulingV1beta1().Workloads(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.SchedulingV1beta1().Workloads(namespace).Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// storageBuiltins is, per object type of the storage group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func storageBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*storagev1.CSIDriver](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1().CSIDrivers().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1().CSIDrivers().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1.CSINode](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1().CSINodes().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1().CSINodes().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1.CSIStorageCapacity](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csistoragecapacitys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1().CSIStorageCapacities(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1().CSIStorageCapacities(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1.StorageClass](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1().StorageClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1().StorageClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1.VolumeAttachment](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1().VolumeAttachments().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1().VolumeAttachments().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1.VolumeAttributesClass](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattributesclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1().VolumeAttributesClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1().VolumeAttributesClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1alpha1.CSIStorageCapacity](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "csistoragecapacitys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1alpha1().CSIStorageCapacities(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1alpha1().CSIStorageCapacities(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1alpha1.VolumeAttachment](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "volumeattachments"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1alpha1().VolumeAttachments().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1alpha1().VolumeAttachments().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1alpha1.VolumeAttributesClass](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1alpha1", Resource: "volumeattributesclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1alpha1().VolumeAttributesClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1alpha1().VolumeAttributesClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1beta1.CSIDriver](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csidrivers"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1beta1().CSIDrivers().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1beta1().CSIDrivers().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1beta1.CSINode](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csinodes"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1beta1().CSINodes().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1beta1().CSINodes().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1beta1.CSIStorageCapacity](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "csistoragecapacitys"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1beta1().CSIStorageCapacities(namespace).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1beta1().CSIStorageCapacities(namespace).Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1beta1.StorageClass](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "storageclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1beta1().StorageClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1beta1().StorageClasses().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1beta1.VolumeAttachment](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "volumeattachments"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1beta1().VolumeAttachments().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1beta1().VolumeAttachments().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagev1beta1.VolumeAttributesClass](): {
+			gvr: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1beta1", Resource: "volumeattributesclasss"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StorageV1beta1().VolumeAttributesClasses().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StorageV1beta1().VolumeAttributesClasses().Watch(ctx, opts)
+			},
+		},
+	}
+}
+
+// storagemigrationBuiltins is, per object type of the storagemigration group, the resource and the
+// clientset calls that list and watch it, as client-go's generated
+// informers make them.
+func storagemigrationBuiltins() builtinGroup {
+	return builtinGroup{
+		reflect.TypeFor[*storagemigrationv1.StorageVersionMigration](): {
+			gvr: schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StoragemigrationV1().StorageVersionMigrations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StoragemigrationV1().StorageVersionMigrations().Watch(ctx, opts)
+			},
+		},
+		reflect.TypeFor[*storagemigrationv1beta1.StorageVersionMigration](): {
+			gvr: schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1beta1", Resource: "storageversionmigrations"},
+			list: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (runtime.Object, error) {
+				return client.StoragemigrationV1beta1().StorageVersionMigrations().List(ctx, opts)
+			},
+			watch: func(ctx context.Context, client kubernetes.Interface, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+				return client.StoragemigrationV1beta1().StorageVersionMigrations().Watch(ctx, opts)
+			},
+		},
+	}
 }
