@@ -16,6 +16,11 @@
 // that informer, which adds the type-safe handler and indexer methods and
 // passes everything else straight to it.
 //
+// The informers it builds list and watch in the factory's namespace with
+// the factory's list-options tweak, which is what client-go's group
+// accessors pass on; a group package built directly on the factory with
+// another namespace (core.New(f, "ns", nil)) still gets the factory's.
+//
 // WithInformerOptions and WithShard add openinformer's options, for the
 // whole factory or per resource; without them the informers behave as
 // client-go's do.

@@ -22,8 +22,10 @@ func pod(ns, name string, lbls map[string]string) *corev1.Pod {
 
 func TestFactoryHonoursNamespaceTweakTransformAndOptions(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	keep := pod("a", "keep", map[string]string{"app": "x"})
+	keep.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	client := fake.NewClientset(
-		pod("a", "keep", map[string]string{"app": "x"}),
+		keep,
 		pod("a", "other-label", map[string]string{"app": "y"}),
 		pod("b", "other-namespace", map[string]string{"app": "x"}),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"app": "x"}}},
@@ -54,8 +56,8 @@ func TestFactoryHonoursNamespaceTweakTransformAndOptions(t *testing.T) {
 		t.Fatalf("sync: %+v", res)
 	}
 	got, err := pods.Lister().List(labels.Everything())
-	if err != nil || len(got) != 1 || got[0].Name != "keep" || got[0].Annotations["seen"] != "yes" {
-		t.Errorf("pods: %v %v, want only a/keep, transformed", got, err)
+	if err != nil || len(got) != 1 || got[0].Name != "keep" || got[0].Annotations["seen"] != "yes" || got[0].ManagedFields != nil {
+		t.Errorf("pods: %v %v, want only a/keep, transformed, without managedFields", got, err)
 	}
 	// Nodes are cluster-scoped: the namespace does not apply, the tweak does.
 	if n, err := nodes.Lister().Get("n1"); err != nil || n.Annotations["seen"] != "yes" {
