@@ -49,6 +49,11 @@ func main() {
 	if len(specs) == 0 {
 		specs = []string{"dynamic/dynamicinformer=./dynamicinformer", "metadata/metadatainformer=./metadatainformer"}
 	}
+	for _, spec := range specs {
+		if !strings.Contains(spec, "=") {
+			fatal(fmt.Errorf("%q: want client-go-dir=our-dir", spec))
+		}
+	}
 	r, err := newRunner(*modfile)
 	if err != nil {
 		fatal(err)
@@ -56,10 +61,7 @@ func main() {
 	defer r.cleanup()
 	failed := false
 	for _, spec := range specs {
-		upstream, ours, ok := strings.Cut(spec, "=")
-		if !ok {
-			fatal(fmt.Errorf("%q: want client-go-dir=our-dir", spec))
-		}
+		upstream, ours, _ := strings.Cut(spec, "=")
 		dropped, err := r.runPackage(upstream, ours, *race, *run)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL %s: %v\n", upstream, err)
