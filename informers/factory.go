@@ -3,11 +3,13 @@ package informers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync"
 	"time"
 
 	cache "github.com/openinformer/cache"
+	build "github.com/openinformer/cache/internal/informerbuild"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,8 +25,7 @@ import (
 type SharedInformerOption func(*sharedInformerFactory) *sharedInformerFactory
 
 // sharedInformerFactory keeps one informer per object type. lock guards
-// every field below it; Shutdown waits for the informers' goroutines
-// (tracked by wg) outside it.
+// every field below it (Shutdown calls runs.Wait without it).
 type sharedInformerFactory struct {
 	client           kubernetes.Interface
 	namespace        string
@@ -35,12 +36,10 @@ type sharedInformerFactory struct {
 	informerName     *cache.InformerName
 	build            buildOptions
 
-	lock             sync.Mutex
-	groups           map[string]builtinGroup
-	informers        map[reflect.Type]cache.SharedIndexInformer
-	startedInformers map[reflect.Type]bool
-	shuttingDown     bool
-	wg               sync.WaitGroup
+	lock      sync.Mutex
+	groups    map[string]builtinGroup
+	informers map[reflect.Type]cache.SharedIndexInformer
+	runs      build.Runner[reflect.Type]
 }
 
 var _ clientinformers.SharedInformerFactory = (*sharedInformerFactory)(nil)
@@ -108,13 +107,12 @@ func NewFilteredSharedInformerFactory(client kubernetes.Interface, defaultResync
 // options, applied in order.
 func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultResync time.Duration, options ...SharedInformerOption) SharedInformerFactory {
 	f := &sharedInformerFactory{
-		client:           client,
-		namespace:        metav1.NamespaceAll,
-		defaultResync:    defaultResync,
-		customResync:     map[reflect.Type]time.Duration{},
-		groups:           map[string]builtinGroup{},
-		informers:        map[reflect.Type]cache.SharedIndexInformer{},
-		startedInformers: map[reflect.Type]bool{},
+		client:        client,
+		namespace:     metav1.NamespaceAll,
+		defaultResync: defaultResync,
+		customResync:  map[reflect.Type]time.Duration{},
+		groups:        map[string]builtinGroup{},
+		informers:     map[reflect.Type]cache.SharedIndexInformer{},
 	}
 	for _, opt := range options {
 		f = opt(f)
@@ -140,16 +138,7 @@ func (f *sharedInformerFactory) Start(stopCh <-chan struct{}) {
 func (f *sharedInformerFactory) StartWithContext(ctx context.Context) {
 	f.lock.Lock()
 	defer f.lock.Unlock()
-	if f.shuttingDown {
-		return
-	}
-	for t, informer := range f.informers {
-		if f.startedInformers[t] {
-			continue
-		}
-		f.wg.Go(func() { informer.RunWithContext(ctx) })
-		f.startedInformers[t] = true
-	}
+	f.runs.StartLocked(ctx, maps.All(f.informers))
 }
 
 // Shutdown stops starting informers and waits until every started one has
@@ -157,9 +146,9 @@ func (f *sharedInformerFactory) StartWithContext(ctx context.Context) {
 // the informer name.
 func (f *sharedInformerFactory) Shutdown() {
 	f.lock.Lock()
-	f.shuttingDown = true
+	f.runs.StopLocked()
 	f.lock.Unlock()
-	f.wg.Wait()
+	f.runs.Wait()
 	f.informerName.Release()
 }
 
@@ -193,7 +182,7 @@ func (f *sharedInformerFactory) started() map[reflect.Type]cache.SharedIndexInfo
 	defer f.lock.Unlock()
 	started := map[reflect.Type]cache.SharedIndexInformer{}
 	for t, informer := range f.informers {
-		if f.startedInformers[t] {
+		if f.runs.StartedLocked(t) {
 			started[t] = informer
 		}
 	}

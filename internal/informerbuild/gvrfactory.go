@@ -13,15 +13,13 @@ import (
 
 // GVRFactory keeps one informer per resource and runs them, for the dynamic
 // and metadata factories, which differ only in how an informer is made.
-// lock guards the maps and shuttingDown; Shutdown waits for wg outside it.
+// lock guards informers and runs (but for runs.Wait).
 type GVRFactory struct {
 	newInformer func(schema.GroupVersionResource) clientinformers.GenericInformer
 
-	lock         sync.Mutex
-	informers    map[schema.GroupVersionResource]clientinformers.GenericInformer
-	started      map[schema.GroupVersionResource]bool
-	shuttingDown bool
-	wg           sync.WaitGroup
+	lock      sync.Mutex
+	informers map[schema.GroupVersionResource]clientinformers.GenericInformer
+	runs      Runner[schema.GroupVersionResource]
 }
 
 // NewGVRFactory returns a factory making its informers with newInformer.
@@ -29,7 +27,6 @@ func NewGVRFactory(newInformer func(schema.GroupVersionResource) clientinformers
 	return &GVRFactory{
 		newInformer: newInformer,
 		informers:   map[schema.GroupVersionResource]clientinformers.GenericInformer{},
-		started:     map[schema.GroupVersionResource]bool{},
 	}
 }
 
@@ -55,17 +52,13 @@ func (f *GVRFactory) Start(stopCh <-chan struct{}) {
 func (f *GVRFactory) StartWithContext(ctx context.Context) {
 	f.lock.Lock()
 	defer f.lock.Unlock()
-	if f.shuttingDown {
-		return
-	}
-	for gvr, informer := range f.informers {
-		if f.started[gvr] {
-			continue
+	f.runs.StartLocked(ctx, func(yield func(schema.GroupVersionResource, cache.SharedIndexInformer) bool) {
+		for gvr, informer := range f.informers {
+			if !yield(gvr, informer.Informer()) {
+				return
+			}
 		}
-		run := informer.Informer()
-		f.wg.Go(func() { run.RunWithContext(ctx) })
-		f.started[gvr] = true
-	}
+	})
 }
 
 // WaitForCacheSync waits for each started informer in turn to sync, until
@@ -74,7 +67,7 @@ func (f *GVRFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVe
 	f.lock.Lock()
 	started := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 	for gvr, informer := range f.informers {
-		if f.started[gvr] {
+		if f.runs.StartedLocked(gvr) {
 			started[gvr] = informer.Informer()
 		}
 	}
@@ -90,9 +83,9 @@ func (f *GVRFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVe
 // return. Calls may overlap; each waits.
 func (f *GVRFactory) Shutdown() {
 	f.lock.Lock()
-	f.shuttingDown = true
+	f.runs.StopLocked()
 	f.lock.Unlock()
-	f.wg.Wait()
+	f.runs.Wait()
 }
 
 // Options are openinformer's settings for a dynamic or metadata factory's
