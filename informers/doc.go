@@ -21,6 +21,14 @@
 // accessors pass on; a group package built directly on the factory with
 // another namespace (core.New(f, "ns", nil)) still gets the factory's.
 //
+// Each resource's list and watch calls come from a table generated from
+// client-go's informers (make generate), one function per API group that
+// the group's accessor registers with the factory, so a binary links the
+// clientset calls of the groups it uses only. InformerFor called directly
+// with a generated constructor of a group whose accessor this factory has
+// not served yet, or of a resource newer than the table, builds client-go's
+// informer and reports it through utilruntime.HandleError.
+//
 // WithInformerOptions and WithShard add openinformer's options, for the
 // whole factory or per resource; without them the informers behave as
 // client-go's do.
