@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientinformers "k8s.io/client-go/informers"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
@@ -104,4 +105,25 @@ func TestDesignCostsInAllocations(t *testing.T) {
 	if ours > direct+1 {
 		t.Errorf("list through the table: %v allocs, direct %v; want at most one more", ours, direct)
 	}
+}
+
+// TestInformerForBeforeTheGroupAccessorFallsBackLoudly covers the one path
+// that yields client-go's informer: a generated constructor handed to
+// InformerFor before the factory served its group. It is reported; once
+// the group accessor has run, the same call builds ours.
+func TestInformerForBeforeTheGroupAccessorFallsBackLoudly(t *testing.T) {
+	var r recorder
+	corev1informers.New(&r, "", nil).Pods().Informer()
+	var reported []error
+	saved := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...any) { reported = append(reported, err) }}
+	defer func() { utilruntime.ErrorHandlers = saved }()
+
+	f := NewSharedInformerFactory(fake.NewClientset(), 0)
+	if got := reflect.TypeOf(f.InformerFor(&corev1.Pod{}, r.newFunc)).Elem().PkgPath(); got != "k8s.io/client-go/tools/cache" || len(reported) != 1 {
+		t.Errorf("before Core(): informer from %s, %d errors reported; want client-go's, reported once", got, len(reported))
+	}
+	g := NewSharedInformerFactory(fake.NewClientset(), 0)
+	g.Core()
+	requireOurs(t, "after Core()", g.InformerFor(&corev1.Pod{}, r.newFunc))
 }
