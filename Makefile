@@ -7,7 +7,7 @@ CASES       ?= .
 APICHECK    := $(GO) run ./internal/cmd/apicheck -skip '^ResetInformerNamesForTesting$$'
 PKGS        := ./...
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus memratio demo-sharded
+.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus memratio demo-sharded generate generate-check upstream-tests
 
 all: test
 
@@ -92,3 +92,19 @@ memratio:
 ## demo-sharded: four sharded informers sharing pods on the fake API server.
 demo-sharded:
 	$(GO) run ./examples/sharded
+
+## generate: regenerate informers/zz_generated.go (the typed factory's group
+## accessors and ForResource table) from the client-go go.mod requires.
+generate:
+	$(GO) run ./internal/cmd/informersgen
+
+## generate-check: fail if informers/zz_generated.go is stale (used by CI).
+generate-check:
+	$(GO) run ./internal/cmd/informersgen -check
+
+## upstream-tests: client-go's own tests for dynamicinformer and
+## metadatainformer, copied from the module cache, against ours (used by CI).
+## UPSTREAM='tools/cache=.' runs client-go's tools/cache tests against the
+## root package; MODFILE=go.next.mod resolves client-go with another go.mod.
+upstream-tests:
+	$(GO) run ./internal/cmd/upstreamtests -race $(if $(MODFILE),-modfile $(MODFILE)) $(UPSTREAM)

@@ -1,4 +1,6 @@
-// Command podwatch runs an openinformer SharedIndexInformer end to end: a
+// Command podwatch runs an openinformer SharedIndexInformer end to end, the
+// way most controllers get theirs: from the shared informer factory
+// (github.com/openinformer/cache/informers, client-go's factory API), with a
 // workqueue controller that reports pod adds, updates and deletes, and keeps
 // cache statistics.
 //
@@ -24,13 +26,14 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/informers"
 )
 
 type config struct {
@@ -77,10 +80,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	lw := &countingListerWatcher{inner: src.lw}
 	lags := newLagTracker()
-	informer := cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
-		Indexers:               cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		HandlerMetricsProvider: lags,
-	})
+	// The informer comes from the factory, as in most controllers; the one
+	// openinformer option set here feeds the lag report.
+	factory := informers.NewSharedInformerFactoryWithOptions(podClient(ctx, lw), 0,
+		informers.WithInformerOptions(func(_ runtime.Object, opts *cache.SharedIndexInformerOptions) {
+			opts.HandlerMetricsProvider = lags
+		}))
+	informer := factory.Core().V1().Pods().Informer()
 	ctrl := newController(informer.GetIndexer())
 	if _, err := informer.AddEventHandler(ctrl.handler()); err != nil {
 		return err
@@ -98,12 +104,8 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	defer cancel()
 	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		informer.RunWithContext(runCtx)
-	}()
-	defer func() { cancel(); <-done }()
+	factory.StartWithContext(runCtx)
+	defer func() { cancel(); factory.Shutdown() }()
 
 	fmt.Fprintf(out, "podwatch: watching pods on %s\n", src.description)
 	if !waitForSync(runCtx, cfg.progress, out, start, informer, lw) {

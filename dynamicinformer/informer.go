@@ -1,0 +1,124 @@
+// Package dynamicinformer is client-go's dynamic shared informer factory
+// (k8s.io/client-go/dynamic/dynamicinformer) building openinformer's
+// informers: change the import path and every informer it hands out is
+// github.com/openinformer/cache's. The constructors return client-go's
+// interface types. NewDynamicSharedInformerFactoryWithOptions adds
+// openinformer's options.
+package dynamicinformer
+
+import (
+	"context"
+	"time"
+
+	cache "github.com/openinformer/cache"
+	build "github.com/openinformer/cache/internal/informerbuild"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	clientdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/dynamic/dynamiclister"
+	clientinformers "k8s.io/client-go/informers"
+)
+
+// DynamicSharedInformerFactory is client-go's dynamic factory interface.
+type DynamicSharedInformerFactory = clientdynamicinformer.DynamicSharedInformerFactory
+
+// TweakListOptionsFunc adjusts the options of every list and watch request.
+type TweakListOptionsFunc = clientdynamicinformer.TweakListOptionsFunc
+
+// SharedInformerOption configures NewDynamicSharedInformerFactoryWithOptions.
+type SharedInformerOption func(*settings)
+
+// settings are a factory's namespace, request tweak and openinformer options.
+type settings struct {
+	namespace string
+	tweak     TweakListOptionsFunc
+	build     build.Options
+}
+
+// WithNamespace limits namespaced resources to one namespace.
+func WithNamespace(namespace string) SharedInformerOption {
+	return func(s *settings) { s.namespace = namespace }
+}
+
+// WithTweakListOptions sets a function applied to every list and watch
+// request's options.
+func WithTweakListOptions(tweak TweakListOptionsFunc) SharedInformerOption {
+	return func(s *settings) { s.tweak = tweak }
+}
+
+// WithInformerOptions has fn set openinformer's fields (Compact,
+// StripManagedFields, MaxPendingNotificationsPerHandler, handler metrics)
+// of each resource's informer options before the informer is created.
+// Several are applied in order.
+func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
+	return func(s *settings) { s.build.Adjust = append(s.build.Adjust, fn) }
+}
+
+// WithShard restricts each resource's informer to the shard fn returns for
+// it; nil means the whole collection.
+func WithShard(fn func(gvr schema.GroupVersionResource) *cache.Shard) SharedInformerOption {
+	return func(s *settings) { s.build.Shard = fn }
+}
+
+// NewDynamicSharedInformerFactory returns a factory of informers for every
+// namespace.
+func NewDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration) DynamicSharedInformerFactory {
+	return NewFilteredDynamicSharedInformerFactory(client, defaultResync, metav1.NamespaceAll, nil)
+}
+
+// NewFilteredDynamicSharedInformerFactory returns a factory limited to
+// namespace whose requests pass through tweakListOptions.
+func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, namespace string, tweakListOptions TweakListOptionsFunc) DynamicSharedInformerFactory {
+	return NewDynamicSharedInformerFactoryWithOptions(client, defaultResync, WithNamespace(namespace), WithTweakListOptions(tweakListOptions))
+}
+
+// NewDynamicSharedInformerFactoryWithOptions returns a factory configured by
+// options, applied in order; without any it is NewDynamicSharedInformerFactory.
+func NewDynamicSharedInformerFactoryWithOptions(client dynamic.Interface, defaultResync time.Duration, options ...SharedInformerOption) DynamicSharedInformerFactory {
+	s := settings{namespace: metav1.NamespaceAll}
+	for _, opt := range options {
+		opt(&s)
+	}
+	return build.NewGVRFactory(func(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
+		return newInformer(client, gvr, s.namespace, defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, s.tweak, s.build)
+	})
+}
+
+// NewFilteredDynamicInformer returns an informer for gvr, unshared.
+func NewFilteredDynamicInformer(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions TweakListOptionsFunc) clientinformers.GenericInformer {
+	return newInformer(client, gvr, namespace, resyncPeriod, indexers, tweakListOptions, build.Options{})
+}
+
+func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, resync time.Duration, indexers cache.Indexers, tweak TweakListOptionsFunc, o build.Options) clientinformers.GenericInformer {
+	lw := build.ListWatch(client, tweak,
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.Resource(gvr).Namespace(namespace).Watch(ctx, opts)
+		})
+	informer := o.Informer(gvr, lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
+		ResyncPeriod:      resync,
+		Indexers:          indexers,
+		ObjectDescription: gvr.String(),
+	})
+	return &dynamicInformer{informer: informer, gvr: gvr}
+}
+
+// dynamicInformer is an informer of unstructured objects with its lister.
+type dynamicInformer struct {
+	informer cache.SharedIndexInformer
+	gvr      schema.GroupVersionResource
+}
+
+// Informer returns the shared informer.
+func (d *dynamicInformer) Informer() cache.SharedIndexInformer { return d.informer }
+
+// Lister lists and gets from the informer's cache.
+func (d *dynamicInformer) Lister() cache.GenericLister {
+	return dynamiclister.NewRuntimeObjectShim(dynamiclister.New(d.informer.GetIndexer(), d.gvr))
+}

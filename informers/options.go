@@ -1,0 +1,51 @@
+package informers
+
+import (
+	cache "github.com/openinformer/cache"
+	build "github.com/openinformer/cache/internal/informerbuild"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// buildOptions are openinformer's settings for the informers the factory
+// builds itself; the zero value builds them as client-go would.
+type buildOptions struct {
+	adjust []func(obj runtime.Object, opts *cache.SharedIndexInformerOptions)
+	shard  func(obj runtime.Object) *cache.Shard
+}
+
+// WithInformerOptions has fn adjust the options of every informer the
+// factory builds for a built-in resource, before it is created. fn gets the
+// informer's example object (its type says which resource) and the options
+// client-go's informer would have (ResyncPeriod, the namespace Indexers,
+// Identifier), and may set openinformer's fields: Compact,
+// StripManagedFields, MaxPendingNotificationsPerHandler,
+// HandlerMetricsProvider, SlowHandlerThreshold, InformerMetricsProvider.
+// Several are applied in order. Informers made by a caller's own newFunc
+// passed to InformerFor are the caller's and are not adjusted.
+func WithInformerOptions(fn func(obj runtime.Object, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
+	return func(f *sharedInformerFactory) *sharedInformerFactory {
+		f.build.adjust = append(f.build.adjust, fn)
+		return f
+	}
+}
+
+// WithShard restricts the informers for built-in resources to the shard fn
+// returns for their example object; nil means the whole collection.
+func WithShard(fn func(obj runtime.Object) *cache.Shard) SharedInformerOption {
+	return func(f *sharedInformerFactory) *sharedInformerFactory {
+		f.build.shard = fn
+		return f
+	}
+}
+
+func (b buildOptions) informer(obj runtime.Object, lw cache.ListerWatcher, opts cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
+	var shard *cache.Shard
+	if b.shard != nil {
+		shard = b.shard(obj)
+	}
+	return build.Informer(lw, obj, opts, func(o *cache.SharedIndexInformerOptions) {
+		for _, fn := range b.adjust {
+			fn(obj, o)
+		}
+	}, shard)
+}

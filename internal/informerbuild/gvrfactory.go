@@ -1,0 +1,111 @@
+package informerbuild
+
+import (
+	"context"
+	"sync"
+
+	cache "github.com/openinformer/cache"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientinformers "k8s.io/client-go/informers"
+)
+
+// GVRFactory keeps one informer per resource and runs them, for the dynamic
+// and metadata factories, which differ only in how an informer is made.
+// lock guards informers and runs (but for runs.Wait).
+type GVRFactory struct {
+	newInformer func(schema.GroupVersionResource) clientinformers.GenericInformer
+
+	lock      sync.Mutex
+	informers map[schema.GroupVersionResource]clientinformers.GenericInformer
+	runs      Runner[schema.GroupVersionResource]
+}
+
+// NewGVRFactory returns a factory making its informers with newInformer.
+func NewGVRFactory(newInformer func(schema.GroupVersionResource) clientinformers.GenericInformer) *GVRFactory {
+	return &GVRFactory{
+		newInformer: newInformer,
+		informers:   map[schema.GroupVersionResource]clientinformers.GenericInformer{},
+	}
+}
+
+// ForResource returns the informer for gvr, making it on first use.
+func (f *GVRFactory) ForResource(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	if informer, ok := f.informers[gvr]; ok {
+		return informer
+	}
+	informer := f.newInformer(gvr)
+	f.informers[gvr] = informer
+	return informer
+}
+
+// Start runs the informers not running yet until stopCh closes.
+func (f *GVRFactory) Start(stopCh <-chan struct{}) {
+	f.StartWithContext(wait.ContextForChannel(stopCh))
+}
+
+// StartWithContext runs the informers not running yet until ctx ends;
+// after Shutdown it starts nothing.
+func (f *GVRFactory) StartWithContext(ctx context.Context) {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	f.runs.StartLocked(ctx, func(yield func(schema.GroupVersionResource, cache.SharedIndexInformer) bool) {
+		for gvr, informer := range f.informers {
+			if !yield(gvr, informer.Informer()) {
+				return
+			}
+		}
+	})
+}
+
+// WaitForCacheSync waits for each started informer in turn to sync, until
+// stopCh closes, and reports which did.
+func (f *GVRFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
+	f.lock.Lock()
+	started := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+	for gvr, informer := range f.informers {
+		if f.runs.StartedLocked(gvr) {
+			started[gvr] = informer.Informer()
+		}
+	}
+	f.lock.Unlock()
+	res := map[schema.GroupVersionResource]bool{}
+	for gvr, informer := range started {
+		res[gvr] = cache.WaitForCacheSync(stopCh, informer.HasSynced)
+	}
+	return res
+}
+
+// Shutdown stops starting informers and waits for the started ones to
+// return. Calls may overlap; each waits.
+func (f *GVRFactory) Shutdown() {
+	f.lock.Lock()
+	f.runs.StopLocked()
+	f.lock.Unlock()
+	f.runs.Wait()
+}
+
+// Options are openinformer's settings for a dynamic or metadata factory's
+// informers; the zero value builds them as client-go would.
+type Options struct {
+	// Adjust sets openinformer's fields of a resource's informer options.
+	Adjust []func(schema.GroupVersionResource, *cache.SharedIndexInformerOptions)
+	// Shard, when set, returns the shard of a resource (nil: all of it).
+	Shard func(schema.GroupVersionResource) *cache.Shard
+}
+
+// Informer is the package-level Informer with o applied for gvr.
+func (o Options) Informer(gvr schema.GroupVersionResource, lw cache.ListerWatcher, obj runtime.Object, opts cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
+	var shard *cache.Shard
+	if o.Shard != nil {
+		shard = o.Shard(gvr)
+	}
+	return Informer(lw, obj, opts, func(opts *cache.SharedIndexInformerOptions) {
+		for _, fn := range o.Adjust {
+			fn(gvr, opts)
+		}
+	}, shard)
+}

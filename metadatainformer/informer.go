@@ -1,0 +1,121 @@
+// Package metadatainformer is client-go's metadata-only shared informer
+// factory (k8s.io/client-go/metadata/metadatainformer) building
+// openinformer's informers: change the import path and every informer it
+// hands out is github.com/openinformer/cache's. The constructors return
+// client-go's interface types; WithInformerOptions and WithShard add
+// openinformer's options.
+package metadatainformer
+
+import (
+	"context"
+	"time"
+
+	cache "github.com/openinformer/cache"
+	build "github.com/openinformer/cache/internal/informerbuild"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clientinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata"
+	clientmetadatainformer "k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/metadata/metadatalister"
+)
+
+// SharedInformerFactory is client-go's metadata factory interface.
+type SharedInformerFactory = clientmetadatainformer.SharedInformerFactory
+
+// TweakListOptionsFunc adjusts the options of every list and watch request.
+type TweakListOptionsFunc = clientmetadatainformer.TweakListOptionsFunc
+
+// SharedInformerOption configures NewSharedInformerFactoryWithOptions.
+type SharedInformerOption func(*settings) *settings
+
+// settings are a factory's namespace, request tweak, transform and
+// openinformer options.
+type settings struct {
+	namespace string
+	tweak     TweakListOptionsFunc
+	transform cache.TransformFunc
+	build     build.Options
+}
+
+// WithTransform sets the transform of every informer the factory creates.
+func WithTransform(transform cache.TransformFunc) SharedInformerOption {
+	return func(s *settings) *settings { s.transform = transform; return s }
+}
+
+// WithInformerOptions has fn set openinformer's fields (Compact,
+// StripManagedFields, MaxPendingNotificationsPerHandler, handler metrics)
+// of each resource's informer options before the informer is created.
+// Several are applied in order.
+func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
+	return func(s *settings) *settings { s.build.Adjust = append(s.build.Adjust, fn); return s }
+}
+
+// WithShard restricts each resource's informer to the shard fn returns for
+// it; nil means the whole collection.
+func WithShard(fn func(gvr schema.GroupVersionResource) *cache.Shard) SharedInformerOption {
+	return func(s *settings) *settings { s.build.Shard = fn; return s }
+}
+
+// NewSharedInformerFactory returns a factory of informers for every
+// namespace.
+func NewSharedInformerFactory(client metadata.Interface, defaultResync time.Duration) SharedInformerFactory {
+	return NewFilteredSharedInformerFactory(client, defaultResync, metav1.NamespaceAll, nil)
+}
+
+// NewFilteredSharedInformerFactory returns a factory limited to namespace
+// whose requests pass through tweakListOptions.
+func NewFilteredSharedInformerFactory(client metadata.Interface, defaultResync time.Duration, namespace string, tweakListOptions TweakListOptionsFunc) SharedInformerFactory {
+	return newFactory(client, defaultResync, &settings{namespace: namespace, tweak: tweakListOptions})
+}
+
+// NewSharedInformerFactoryWithOptions returns a factory for every namespace
+// configured by options, applied in order.
+func NewSharedInformerFactoryWithOptions(client metadata.Interface, defaultResync time.Duration, options ...SharedInformerOption) SharedInformerFactory {
+	s := &settings{namespace: metav1.NamespaceAll}
+	for _, opt := range options {
+		s = opt(s)
+	}
+	return newFactory(client, defaultResync, s)
+}
+
+func newFactory(client metadata.Interface, defaultResync time.Duration, s *settings) *build.GVRFactory {
+	return build.NewGVRFactory(func(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
+		informer := newInformer(client, gvr, s.namespace, defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, s.tweak, s.build)
+		_ = informer.Informer().SetTransform(s.transform)
+		return informer
+	})
+}
+
+// NewFilteredMetadataInformer returns an informer for gvr, unshared.
+func NewFilteredMetadataInformer(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions TweakListOptionsFunc) clientinformers.GenericInformer {
+	return newInformer(client, gvr, namespace, resyncPeriod, indexers, tweakListOptions, build.Options{})
+}
+
+func newInformer(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, resync time.Duration, indexers cache.Indexers, tweak TweakListOptionsFunc, o build.Options) clientinformers.GenericInformer {
+	lw := build.ListWatch(client, tweak,
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.Resource(gvr).Namespace(namespace).Watch(ctx, opts)
+		})
+	informer := o.Informer(gvr, lw, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})
+	return &metadataInformer{informer: informer, gvr: gvr}
+}
+
+// metadataInformer is an informer of object metadata with its lister.
+type metadataInformer struct {
+	informer cache.SharedIndexInformer
+	gvr      schema.GroupVersionResource
+}
+
+// Informer returns the shared informer.
+func (d *metadataInformer) Informer() cache.SharedIndexInformer { return d.informer }
+
+// Lister lists and gets from the informer's cache.
+func (d *metadataInformer) Lister() cache.GenericLister {
+	return metadatalister.NewRuntimeObjectShim(metadatalister.New(d.informer.GetIndexer(), d.gvr))
+}
