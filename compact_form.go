@@ -141,6 +141,9 @@ func (f *compactForm) decode(e compact.Encoding) (runtime.Object, error) {
 	return codec.Decode(e)
 }
 
+// inPlace is false: the map holds encodings.
+func (*compactForm) inPlace() bool { return false }
+
 // drop forgets key's decoded object, so that the hot cache does not keep a
 // deleted object's memory alive.
 func (f *compactForm) drop(key string) {

@@ -36,11 +36,8 @@ func countViews(inf SharedIndexInformer) *viewCounter {
 
 func (c *viewCounter) hold(key string, obj any) (any, error) { return c.inner.hold(key, obj) }
 
-// encodes is the inner form's, so that the counter takes the same path.
-func (c *viewCounter) encodes() bool {
-	e, ok := c.inner.(encodingForm)
-	return ok && e.encodes()
-}
+// inPlace is the inner form's, so that the counter takes the same path.
+func (c *viewCounter) inPlace() bool { return c.inner.inPlace() }
 
 func (c *viewCounter) view(key string, held any, keep bool) (any, error) {
 	if keep {

@@ -314,37 +314,6 @@ func TestG1_GatesReadAtRunForSharedInformersAtConstructionForNewInformer(t *test
 	goleak.VerifyNone(t)
 }
 
-func TestBatchBuffersComeBackZeroed(t *testing.T) {
-	b := getWriteBuffers(3)
-	pod := newTestPod("ns", "a", "1")
-	b.add(0, "ns/a", heldPrior(pod, true), writeOf(Delta{Type: Updated, Object: pod}, pod, true, false))
-	b.release()
-	c := getChangeBuffer()
-	c.changes = append(c.changes, notification{kind: addNotification, newObj: pod})
-	c.release()
-	for range 10 { // the pool may hand back this buffer or a fresh one
-		b = getWriteBuffers(3)
-		assert.Empty(t, b.txns)
-		assert.Empty(t, b.notes)
-		for _, txn := range b.txns[:cap(b.txns)] {
-			assert.Zero(t, txn, "no write pinned")
-		}
-		for _, n := range b.notes[:cap(b.notes)] {
-			assert.Zero(t, n, "no change pinned")
-		}
-		for _, p := range b.priors[:cap(b.priors)] {
-			assert.Zero(t, p, "no prior pinned")
-		}
-		b.release()
-		c = getChangeBuffer()
-		assert.Empty(t, c.changes)
-		for _, n := range c.changes[:cap(c.changes)] {
-			assert.Zero(t, n, "no change pinned")
-		}
-		c.release()
-	}
-}
-
 // controllerPlainStore hides the package's store behind the Store
 // interface, as a user's Config.Process over any Store sees it.
 type controllerPlainStore struct{ Store }

@@ -195,14 +195,10 @@ func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order 
 	}
 	var err error
 	items.Range(func(key string, held interface{}) bool {
-		obj := held
-		if b.form != nil {
-			var ok bool
-			if obj, ok = viewHeld(b.form, key, held, false); !ok {
-				return true
-			}
+		obj, ok := viewHeld(b.form, key, held, false)
+		if ok {
+			err = b.collect(key, obj)
 		}
-		err = b.collect(key, obj)
 		return err == nil
 	})
 	if err != nil {

@@ -61,7 +61,7 @@ func NewIndexer(keyFunc KeyFunc, indexers Indexers, opts ...StoreOption) Indexer
 }
 
 func newCache(keyFunc KeyFunc, indexers Indexers, opts []StoreOption) *cache {
-	c := &cache{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc)}
+	c := &cache{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc), form: plainForm{}}
 	for _, opt := range opts {
 		opt(c)
 	}
@@ -120,7 +120,7 @@ func (c *cache) lookupMeta(ns, name string) (string, prior) {
 		if key, old := c.storage.readStoredPrior(joined); old.existed {
 			return key, old
 		}
-		return p.key(), prior{}
+		return p.key(), prior{read: true}
 	}
 	key := p.key()
 	return key, c.storage.readPrior(key)
@@ -154,7 +154,7 @@ func (c *cache) Update(obj interface{}) error {
 	if obj, err = c.transform(obj); err != nil {
 		return err
 	}
-	return c.storage.put(key, obj)
+	return c.storage.writeOne(write{key: key, typ: TransactionTypeUpdate, obj: obj}, c.metaKeys)
 }
 
 // Delete removes the object with obj's key; an absent key is not an error.
@@ -163,8 +163,7 @@ func (c *cache) Delete(obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	c.storage.DeleteWithObject(key, obj)
-	return nil
+	return c.storage.writeOne(write{key: key, typ: TransactionTypeDelete, obj: obj}, c.metaKeys)
 }
 
 // List returns every stored object, from one consistent state.
@@ -278,55 +277,21 @@ func (c *cache) Resync() error {
 	return nil
 }
 
-// Transaction applies txns in order under one lock. Writes whose key cannot
-// be computed or whose type is unknown are skipped and returned in the
-// error; a write whose index function fails is applied, left out of that
-// index and reported. The transformer is not applied.
+// Transaction applies txns in order under one lock, only the last write
+// of each key. Writes whose key cannot be computed or whose type is
+// unknown are skipped and returned in the error; a write whose index
+// function fails is applied, left out of that index and reported. The
+// transformer is not applied.
 func (c *cache) Transaction(txns ...Transaction) *TransactionError {
-	keyed := make([]ThreadSafeStoreTransaction, 0, len(txns))
-	origin := make([]int, 0, len(txns))
-	failed := make(map[int]error)
-	for i, t := range txns {
+	b := getWriteBatch(len(txns))
+	defer b.release()
+	b.byName = c.metaKeys
+	for _, t := range txns {
 		key, err := c.keyOf(t.Object)
-		if err != nil {
-			failed[i] = err
-			continue
-		}
-		keyed = append(keyed, ThreadSafeStoreTransaction{Transaction: t, Key: key})
-		origin = append(origin, i)
+		b.ws = append(b.ws, write{key: key, typ: t.Type, obj: t.Object, err: err})
 	}
-	return c.commitKeyed(keyed, nil, origin, failed, len(txns))
-}
-
-// commitKeyed applies keyed writes under one lock and reports the outcome
-// of all total writes: origin maps each keyed write to its position among
-// them (nil: positions are the same) and failed holds those refused before.
-// applyWrites calls it directly, having computed every key once for its
-// own lookups, and passes what they read as priors (see transaction).
-func (c *cache) commitKeyed(keyed []ThreadSafeStoreTransaction, priors []prior, origin []int, failed map[int]error, total int) *TransactionError {
-	for _, f := range c.storage.transaction(keyed, priors) {
-		pos := f.pos
-		if origin != nil {
-			pos = origin[pos]
-		}
-		if failed == nil {
-			failed = map[int]error{}
-		}
-		failed[pos] = f.err
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	// Both slices are non-nil even when empty, as in client-go.
-	txErr := &TransactionError{TotalTransactions: total, SuccessfulIndices: make([]int, 0, total-len(failed)), Errors: make([]error, 0, len(failed))}
-	for i := range total {
-		if err, ok := failed[i]; ok {
-			txErr.Errors = append(txErr.Errors, err)
-		} else {
-			txErr.SuccessfulIndices = append(txErr.SuccessfulIndices, i)
-		}
-	}
-	return txErr
+	c.storage.apply(b)
+	return b.transactionError()
 }
 
 // GetIndexers returns the index functions; the map is never changed.

@@ -35,19 +35,10 @@ type preholdingStore interface {
 
 var _ preholdingStore = &cache{}
 
-// encodingForm is a form that keeps objects encoded, far smaller than
-// decoded: only such a store gains from holding a stream's objects ahead.
-type encodingForm interface {
-	storedForm
-	encodes() bool
-}
-
-// encodes is true: compact storage keeps each object as its encoding.
-func (*compactForm) encodes() bool { return true }
-
-// preholder returns the store's preholdFunc, nil unless its form encodes.
+// preholder returns the store's preholdFunc, nil when its form holds
+// objects in place: there is nothing to gain.
 func (c *cache) preholder() preholdFunc {
-	if f, ok := c.storage.form.(encodingForm); !ok || !f.encodes() {
+	if c.storage.form.inPlace() {
 		return nil
 	}
 	return func(obj any) (preheld, error) {

@@ -1,0 +1,128 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientcache "k8s.io/client-go/tools/cache"
+)
+
+// Tests of the write pipeline (thread_safe_store_write.go), named after its
+// rules.
+
+func TestWriteBatchesAndChangeBuffersComeBackZeroed(t *testing.T) {
+	pod := newTestPod("ns", "a", "1")
+	b := getWriteBatch(20)
+	for i := range 20 {
+		b.ws = append(b.ws, write{key: fmt.Sprint("ns/", i%3), typ: TransactionTypeUpdate, obj: pod, prior: heldPrior(pod, true)})
+	}
+	b.link() // more writes than writeLinkScan: the pooled map is used
+	b.vals = append(b.vals, []string{"v"})
+	b.release()
+	c := getChangeBuffer()
+	c.changes = append(c.changes, notification{kind: addNotification, newObj: pod})
+	c.release()
+	for range 10 { // the pool may hand back this batch or a fresh one
+		b = getWriteBatch(3)
+		assert.Empty(t, b.ws)
+		for _, w := range b.ws[:cap(b.ws)] {
+			assert.Zero(t, w, "no write pinned")
+		}
+		for _, v := range b.vals[:cap(b.vals)] {
+			assert.Nil(t, v, "no index value pinned")
+		}
+		assert.Empty(t, b.last, "no key pinned")
+		b.release()
+		c = getChangeBuffer()
+		assert.Empty(t, c.changes)
+		for _, n := range c.changes[:cap(c.changes)] {
+			assert.Zero(t, n, "no change pinned")
+		}
+		c.release()
+	}
+}
+
+// A transaction that writes a key several times applies the last write
+// only; what the store then holds, indexes and reports as its resource
+// version is what client-go v0.37.2, which applies every write, ends with.
+func TestTransactionLastWritePerKeyEndsAsClientGo(t *testing.T) {
+	for _, boxed := range []bool{false, true} {
+		t.Run(fmt.Sprint("boxed=", boxed), func(t *testing.T) {
+			var opts []StoreOption
+			if boxed {
+				opts = append(opts, withStoredForm(newBoxForm()))
+			}
+			ours := NewIndexer(MetaNamespaceKeyFunc, storeModelIndexers(), opts...)
+			theirs := clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, clientcache.Indexers(storeModelIndexers()))
+			seed := []interface{}{newTestPod("ns", "a", "1", "app", "x"), newTestPod("ns", "b", "1", "app", "x")}
+			for _, s := range []clientcache.Indexer{ours, theirs} {
+				require.NoError(t, s.Replace(seed, "1"))
+			}
+			txns := []Transaction{
+				{Type: TransactionTypeUpdate, Object: newTestPod("ns", "a", "2", "app", "y")},
+				{Type: TransactionTypeDelete, Object: newTestPod("ns", "b", "2")},
+				{Type: TransactionTypeAdd, Object: newTestPod("ns", "c", "3", "app", "y")},
+				{Type: TransactionTypeUpdate, Object: newTestPod("ns", "a", "4", "app", "z")},
+				{Type: TransactionTypeAdd, Object: newTestPod("ns", "b", "5", "app", "y", "tier", "t")},
+				{Type: TransactionTypeDelete, Object: newTestPod("ns", "c", "6")},
+				{Type: TransactionTypeUpdate, Object: newTestPod("ns", "a", "7", "app", "x")},
+			}
+			assert.Nil(t, ours.(TransactionStore).Transaction(txns...))
+			assert.Nil(t, theirs.(clientcache.TransactionStore).Transaction(txns...))
+			assertSameStoreContent(t, ours, theirs)
+			assert.Equal(t, theirs.LastStoreSyncResourceVersion(), ours.LastStoreSyncResourceVersion())
+			if boxed {
+				form := ours.(*cache).storage.form.(*boxForm)
+				assert.Equal(t, []string{"ns/a", "ns/b"}, form.liveKeys(), "a key written then deleted in one transaction is dropped")
+			}
+		})
+	}
+}
+
+// assertSameStoreContent compares keys, objects and every index.
+func assertSameStoreContent(t *testing.T, ours, theirs clientcache.Indexer) {
+	t.Helper()
+	assert.ElementsMatch(t, theirs.ListKeys(), ours.ListKeys())
+	assert.ElementsMatch(t, theirs.List(), ours.List())
+	for name := range storeModelIndexers() {
+		assert.ElementsMatch(t, theirs.ListIndexFuncValues(name), ours.ListIndexFuncValues(name), name)
+		for _, v := range theirs.ListIndexFuncValues(name) {
+			want, _ := theirs.IndexKeys(name, v)
+			got, _ := ours.IndexKeys(name, v)
+			assert.Equal(t, want, got, "%s=%s", name, v)
+		}
+	}
+}
+
+// A batch of deltas may hold several for one object, oldest first (client-go
+// v0.38): each change's old object is the previous delta's, a delta after a
+// delete is an add, and the store ends with the last.
+func TestBatchSeveralDeltasForOneObject(t *testing.T) {
+	for _, boxed := range []bool{false, true} {
+		t.Run(fmt.Sprint("boxed=", boxed), func(t *testing.T) {
+			a, h := newControllerTestApplier()
+			if boxed {
+				a.store = NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{}, withStoredForm(newBoxForm()))
+				h.store = a.store
+			}
+			require.NoError(t, a.apply(Deltas{{Type: Added, Object: newTestPod("ns", "a", "1")}}, false))
+			h.calls = nil
+			require.NoError(t, a.processBatch([]Delta{
+				{Type: Updated, Object: newTestPod("ns", "a", "2")},
+				{Type: Added, Object: newTestPod("ns", "b", "2")},
+				{Type: Updated, Object: newTestPod("ns", "a", "3")},
+				{Type: Deleted, Object: newTestPod("ns", "b", "3")},
+				{Type: Added, Object: newTestPod("ns", "b", "4")},
+			}, false))
+			assert.Equal(t, []string{
+				"update ns/a@1->ns/a@2", "add ns/b@2", "update ns/a@2->ns/a@3", "delete ns/b@3 (still stored)", "add ns/b@4",
+			}, h.calls, "callbacks run after the whole batch, so the store reflects its last delta")
+			got, _, _ := a.store.GetByKey("ns/a")
+			assert.Equal(t, "3", got.(interface{ GetResourceVersion() string }).GetResourceVersion())
+			got, _, _ = a.store.GetByKey("ns/b")
+			assert.Equal(t, "4", got.(interface{ GetResourceVersion() string }).GetResourceVersion())
+		})
+	}
+}
