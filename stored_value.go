@@ -44,7 +44,7 @@ type storedForm interface {
 // default.
 type plainForm struct{}
 
-func (plainForm) hold(_ string, obj any) (any, error)         { return obj, nil }
+func (plainForm) hold(_ string, obj any) (any, error)          { return obj, nil }
 func (plainForm) view(_ string, held any, _ bool) (any, error) { return held, nil }
 func (plainForm) drop(string)                                  {}
 func (plainForm) inPlace() bool                                { return true }
