@@ -205,7 +205,8 @@ func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) 
 // Replace makes list the whole content and rv the resource version. An
 // object whose key or transform fails is left out, and the others are
 // stored all the same: the error names each object left out. Of two
-// objects with one key, the later wins.
+// objects with one key, the later wins; keyed by namespace and name, that
+// is reported and counted (see store_collisions.go).
 func (c *cache) Replace(list []interface{}, rv string) error {
 	_, dropped := c.replaceList(list, rv)
 	return errors.Join(dropped...)
@@ -229,6 +230,7 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 	r.keys = make([]string, 0, len(list))
 	r.objs = make([]interface{}, 0, len(list))
 	unique := true
+	var twice listedTwice
 	for _, obj := range list {
 		key, stored, held, err := c.storable(obj)
 		if err != nil {
@@ -238,7 +240,12 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 		}
 		if _, replaced := r.after.Set(e, key, held); replaced {
 			unique = false
+			if c.metaKeys {
+				earlier := r.objs[twice.earlier(r.keys, key)]
+				c.storage.reportCollision(errListedTwice, "Object listed twice under one key; the store keeps the later", key, earlier, stored)
+			}
 		}
+		twice.note(key, len(r.keys))
 		r.keys, r.objs = append(r.keys, key), append(r.objs, stored)
 	}
 	order := listOrder{r.keys, r.objs}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
@@ -125,4 +126,105 @@ func TestBatchSeveralDeltasForOneObject(t *testing.T) {
 			assert.Equal(t, "4", got.(interface{ GetResourceVersion() string }).GetResourceVersion())
 		})
 	}
+}
+
+// collidingPods are namespace x's "a/b" and namespace x/a's "b": both have
+// the key x/a/b.
+func collidingPods() (a, b *v1.Pod) {
+	return newTestPod("x", "a/b", "1"), newTestPod("x/a", "b", "2")
+}
+
+func collisionStore(t *testing.T) (Indexer, *objectErrorProvider) {
+	p := &objectErrorProvider{}
+	return NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, WithStoreMetrics(storeReservedID(t), p)), p
+}
+
+// Two objects of different names under one key: the store keeps the later,
+// as client-go's does, and reports and counts it with the key and both
+// names, whichever way it is written.
+func TestKeyCollisionReportedAndCounted(t *testing.T) {
+	a, b := collidingPods()
+	const want = "Object written over one of another name under the same key; the store keeps the later: two objects of different names have the same key [key x/a/b droppedNamespace x droppedName a/b keptNamespace x/a keptName b]"
+	for name, write := range map[string]func(s Indexer) error{
+		"Update": func(s Indexer) error { return s.Update(b) },
+		"Transaction": func(s Indexer) error {
+			if err := s.(TransactionStore).Transaction(Transaction{Type: TransactionTypeUpdate, Object: b}); err != nil {
+				return err
+			}
+			return nil
+		},
+		"batch of deltas": func(s Indexer) error {
+			_, _, err := s.(*cache).applyDeltas([]Delta{{Type: Updated, Object: b}}, false, nil)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, p := collisionStore(t)
+			require.NoError(t, s.Add(a))
+			reported := captureReportedErrors(t)
+			require.NoError(t, write(s))
+			assert.Equal(t, []string{want}, reported.take())
+			assert.Equal(t, 1, p.errors.count())
+			theirs := clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, clientcache.Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+			require.NoError(t, theirs.Add(a))
+			require.NoError(t, theirs.Update(b))
+			assert.Equal(t, theirs.List(), s.List(), "client-go's outcome")
+			nsKeys, _ := s.IndexKeys(NamespaceIndex, "x/a")
+			assert.Equal(t, []string{"x/a/b"}, nsKeys)
+			nsKeys, _ = s.IndexKeys(NamespaceIndex, "x")
+			assert.Empty(t, nsKeys)
+		})
+	}
+	t.Run("within one batch", func(t *testing.T) {
+		s, p := collisionStore(t)
+		reported := captureReportedErrors(t)
+		_, _, err := s.(*cache).applyDeltas([]Delta{{Type: Added, Object: a}, {Type: Added, Object: b}}, false, nil)
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, reported.take())
+		assert.Equal(t, 1, p.errors.count())
+	})
+	t.Run("delete", func(t *testing.T) {
+		s, p := collisionStore(t)
+		require.NoError(t, s.Add(a))
+		reported := captureReportedErrors(t)
+		require.NoError(t, s.Delete(b))
+		assert.Len(t, reported.take(), 1)
+		assert.Equal(t, 1, p.errors.count())
+		assert.Empty(t, s.ListKeys(), "client-go's outcome: the key is gone")
+	})
+	t.Run("the same object again is no collision", func(t *testing.T) {
+		s, p := collisionStore(t)
+		reported := captureReportedErrors(t)
+		require.NoError(t, s.Add(a))
+		require.NoError(t, s.Update(newTestPod("x", "a/b", "3")))
+		require.NoError(t, s.Delete(a))
+		assert.Empty(t, reported.take())
+		assert.Zero(t, p.errors.count())
+	})
+	t.Run("a key function not by name shares keys on purpose", func(t *testing.T) {
+		byLabel := NewStore(func(obj interface{}) (string, error) { return obj.(*v1.Pod).Labels["app"], nil })
+		reported := captureReportedErrors(t)
+		require.NoError(t, byLabel.Add(newTestPod("ns", "a", "1", "app", "x")))
+		require.NoError(t, byLabel.Add(newTestPod("ns", "b", "1", "app", "x")))
+		assert.Empty(t, reported.take())
+	})
+}
+
+// A list that holds one key twice: the later object is kept, as by
+// client-go, and each repeat is reported and counted, names and all.
+func TestReplaceListingAKeyTwiceReportedAndCounted(t *testing.T) {
+	a, b := collidingPods()
+	s, p := collisionStore(t)
+	reported := captureReportedErrors(t)
+	again := newTestPod("ns", "c", "5")
+	list := []interface{}{a, newTestPod("ns", "c", "4"), b, again}
+	require.NoError(t, s.Replace(list, "9"))
+	assert.Equal(t, []string{
+		"Object listed twice under one key; the store keeps the later: a list holds two objects with the same key [key ns/c droppedNamespace ns droppedName c keptNamespace ns keptName c]",
+		"Object listed twice under one key; the store keeps the later: a list holds two objects with the same key [key x/a/b droppedNamespace x droppedName a/b keptNamespace x/a keptName b]",
+	}, reported.take())
+	assert.Equal(t, 2, p.errors.count())
+	theirs := clientcache.NewStore(clientcache.MetaNamespaceKeyFunc)
+	require.NoError(t, theirs.Replace(list, "9"))
+	assert.ElementsMatch(t, theirs.List(), s.List(), "client-go's outcome")
 }

@@ -129,6 +129,9 @@ func (s *threadSafeMap) apply(b *writeBatch) {
 	s.commitLocked(b, rv)
 	s.mu.Unlock()
 	s.reportIndexFailures(indexFails)
+	if b.byName {
+		s.reportCollisions(b)
+	}
 }
 
 // prepare checks each write's type, holds the objects written, links the
