@@ -249,7 +249,7 @@ func TestC6_BookmarkSyncAllAndReplacedAll(t *testing.T) {
 	reported := captureReportedErrors(t)
 	h.calls = nil
 	require.NoError(t, a.apply(Deltas{{Type: ReplacedAll, Object: ReplacedAllInfo{Objects: []interface{}{"no meta", newTestPod("ns", "new", "9")}}}}, false))
-	assert.Equal(t, []string{"Object from a relist not stored: couldn't create key for object no meta: object has no meta: object does not implement the Object interfaces []"}, reported.take())
+	assert.Equal(t, []string{"Object from a relist not stored: object has no meta: object does not implement the Object interfaces [type string]"}, reported.take())
 	assert.Equal(t, []string{"ns/new"}, storeSortedKeys(a.store), "an object without a key costs no other object")
 	assert.Equal(t, []string{"delete tombstone(ns/keep@2)", "update ns/new@8->ns/new@9"}, h.calls)
 }
@@ -333,7 +333,7 @@ func TestC6_ReplacedAllOnAnyStoreKeepsEveryKeyedObject(t *testing.T) {
 	assert.Equal(t, []string{"delete tombstone(ns/gone@1)", "add ns/new@8", "update ns/keep@1->ns/keep@2"}, h.calls,
 		"store replaced before handlers; deletes first, then list order")
 	assert.Equal(t, []string{"ns/keep", "ns/new"}, storeSortedKeys(a.store))
-	assert.Equal(t, []string{"Object from a relist not stored: couldn't create key for object no meta: object has no meta: object does not implement the Object interfaces []"}, reported.take())
+	assert.Equal(t, []string{"Object from a relist not stored: object has no meta: object does not implement the Object interfaces [type string]"}, reported.take())
 }
 
 func TestC7_PlainStoreAppliesEachWriteOnItsOwn(t *testing.T) {

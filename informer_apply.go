@@ -55,7 +55,8 @@ func (a deltaApplier) applyAndTell(deltas []Delta, isInInitialList bool) error {
 	changes, dropped, err := deltaStoreOf(a.store, a.logger).applyDeltas(deltas, isInInitialList, buf.changes)
 	buf.changes = changes
 	for _, d := range dropped {
-		utilruntime.HandleErrorWithLogger(a.logger, d, "Object from a relist not stored")
+		cause, identity := withoutObject(d)
+		utilruntime.HandleErrorWithLogger(a.logger, cause, "Object from a relist not stored", identity...)
 	}
 	a.tell(changes)
 	return err
