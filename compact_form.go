@@ -11,11 +11,6 @@ import (
 	"github.com/openinformer/cache/internal/compact"
 )
 
-// defaultHotObjects is the hot cache's size when CompactOptions leaves it 0:
-// about 25 MB of typical pods, enough for the objects a controller works on
-// at one time.
-const defaultHotObjects = 1000
-
 // compactForm is the storedForm of compact storage: the map holds each
 // object as its encoding, and reads decode it, outside the store's lock,
 // unless the hot cache still has the object decoded from those very bytes.
@@ -36,10 +31,7 @@ type compactForm struct {
 
 func newCompactForm(opts CompactOptions) *compactForm {
 	f := &compactForm{}
-	switch {
-	case opts.HotObjects == 0:
-		f.hot = compact.NewHotCache[any](defaultHotObjects)
-	case opts.HotObjects > 0:
+	if opts.HotObjects > 0 {
 		f.hot = compact.NewHotCache[any](opts.HotObjects)
 	}
 	return f

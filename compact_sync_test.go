@@ -210,7 +210,7 @@ func BenchmarkCompactWatchListSync(b *testing.B) {
 	indexers := Indexers{NamespaceIndex: MetaNamespaceIndexFunc}
 	var views int64
 	for b.Loop() {
-		v, _ := syncCompactInformer(b, lw, CompactOptions{}, indexers)
+		v, _ := syncCompactInformer(b, lw, CompactOptions{HotObjects: DefaultHotObjects}, indexers)
 		views += v.kept.Load() + v.other.Load()
 	}
 	b.ReportMetric(float64(views)/float64(b.N)/pods, "views/pod")
