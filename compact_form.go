@@ -43,7 +43,7 @@ func newCompactForm(opts CompactOptions) *compactForm {
 // the default mode.
 func (f *compactForm) hold(key string, obj any) (any, error) {
 	if e, ok := obj.(compact.Encoding); ok {
-		// Held ahead of a Replace (see preheld): adopted as it is.
+		// Held ahead of a Replace (store_prehold.go): adopted as it is.
 		return e, nil
 	}
 	ro, ok := obj.(runtime.Object)

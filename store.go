@@ -261,11 +261,8 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 // storable returns obj's key, obj transformed and what the map holds for
 // it.
 func (c *cache) storable(obj interface{}) (key string, stored, held interface{}, err error) {
-	if p, ok := obj.(preheld); ok {
-		// Transformed and keyed when it was held; the form adopts it. obj,
-		// not p, is returned: a second copy in an interface would allocate.
-		held, err = c.storage.hold(p.key, p.held)
-		return p.key, obj, held, err
+	if key, held, ok, err := c.adoptHeld(obj); ok {
+		return key, obj, held, err
 	}
 	if key, err = c.keyOf(obj); err != nil {
 		return "", nil, nil, err
