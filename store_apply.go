@@ -45,13 +45,26 @@ func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []noti
 		return applyWhole(c, deltas[0], isInInitialList, changes)
 	}
 	changes, txErr := c.applyWrites(deltas, isInInitialList, changes)
+	return changes, nil, batchError(len(deltas), txErr)
+}
+
+// batchError words the failures of a batch of n write deltas as client-go
+// v0.37.2 does: a single delta's own error, or one naming every failure.
+//
+// client-go v0.38 differs here only: a delta whose key cannot be computed
+// is skipped before the transaction (the store already skips it alone, its
+// write record carrying the KeyError) and the KeyErrors are joined
+// (errors.Join) ahead of the "not all items" error of the other failures,
+// if any. v0.37.2's queue ends a batch after such a delta, and the wording
+// shows in the log, so the v0.38 wording waits for the v0.38 build.
+func batchError(n int, txErr *TransactionError) error {
 	switch {
 	case txErr == nil:
-		return changes, nil, nil
-	case len(deltas) == 1:
-		return changes, nil, txErr.Errors[0]
+		return nil
+	case n == 1:
+		return txErr.Errors[0]
 	}
-	return changes, nil, fmt.Errorf("not all items in the batch successfully processed: %s", txErr.Error())
+	return fmt.Errorf("not all items in the batch successfully processed: %s", txErr.Error())
 }
 
 // wholeStore is a store as a delta about all of it needs it.
