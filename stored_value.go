@@ -31,7 +31,13 @@ type storedForm interface {
 	// a rebuild (an update's old object): a form that caches what it
 	// decodes should not spend the work or the room on it.
 	view(key string, held any, keep bool) (any, error)
-	// drop is called after key is deleted from the map.
+	// drop is called, under the store's lock, once a write leaves key
+	// absent: a delete, even of an absent key (an earlier write of its
+	// batch, superseded, may have held a value), or a Replace that did not
+	// list it. hold runs before the lock, so a hold for a key may come
+	// before a concurrent delete's drop of it and be stored after: a form
+	// must let each held value stand on its own, and drop may only release
+	// what no held value needs.
 	drop(key string)
 	// inPlace reports a form whose held value is the caller's object
 	// itself and that keeps nothing per key: its views cost nothing and
