@@ -55,7 +55,7 @@ func (a deltaApplier) applyAndTell(deltas []Delta, isInInitialList bool) error {
 	changes, dropped, err := deltaStoreOf(a.store, a.logger).applyDeltas(deltas, isInInitialList, buf.changes)
 	buf.changes = changes
 	for _, d := range dropped {
-		cause, identity := withoutObject(d)
+		identity, cause := withoutObject(d)
 		utilruntime.HandleErrorWithLogger(a.logger, cause, "Object from a relist not stored", identity...)
 	}
 	a.tell(changes)

@@ -39,7 +39,7 @@ func TestRelistObjectNotStoredLogsNoObjectContents(t *testing.T) {
 
 func TestWithoutObjectLeavesOtherErrorsAlone(t *testing.T) {
 	err := errors.New("transforming: boom")
-	cause, identity := withoutObject(err)
+	identity, cause := withoutObject(err)
 	assert.Equal(t, err, cause)
 	assert.Nil(t, identity)
 }

@@ -276,16 +276,16 @@ func namespacedListerKey(namespace, name string) string { return namespace + "/"
 
 // withoutObject returns err as a log line of ours may print it: a
 // KeyError's text embeds its whole object (a Secret's data, say), so it is
-// split into its cause and what identifies the object, its type and, if it
-// has metadata, its namespace and name, as key-value pairs.
-func withoutObject(err error) (cause error, identity []any) {
+// split into what identifies the object, its type and, if it has metadata,
+// its namespace and name, as key-value pairs, and its cause.
+func withoutObject(err error) (identity []any, cause error) {
 	var ke KeyError
 	if !errors.As(err, &ke) {
-		return err, nil
+		return nil, err
 	}
 	identity = []any{"type", fmt.Sprintf("%T", ke.Obj)}
 	if m, ok := metaOf(ke.Obj); ok {
 		identity = append(identity, "namespace", m.GetNamespace(), "name", m.GetName())
 	}
-	return ke.Err, identity
+	return identity, ke.Err
 }

@@ -297,7 +297,7 @@ func (f *RealFIFO) leaveOutStreamed(obj interface{}, err error) {
 // key when it has one, never its contents (see withoutObject).
 func reportLeftOut(logger klog.Logger, keys queueKeyer, obj interface{}, err error) {
 	key, _ := keys.keyOf(obj)
-	cause, identity := withoutObject(err)
+	identity, cause := withoutObject(err)
 	utilruntime.HandleErrorWithLogger(logger, cause, "Object from a relist left out", append([]any{"key", key}, identity...)...)
 }
 
