@@ -127,8 +127,12 @@ type storeRV struct {
 	set bool
 }
 
-// rvOf returns the resource version of a meta object; others have none.
+// rvOf returns the resource version of a meta object; others (nil: a
+// delete by key) have none.
 func rvOf(obj interface{}) storeRV {
+	if obj == nil {
+		return storeRV{}
+	}
 	m, err := accessor(obj)
 	if err != nil {
 		return storeRV{}
