@@ -82,6 +82,26 @@ func TestTransactionLastWritePerKeyEndsAsClientGo(t *testing.T) {
 	}
 }
 
+// A transaction of more writes than writeLinkScan finds each key's last
+// write with a map; the end state is still client-go's.
+func TestLongTransactionLastWritePerKeyEndsAsClientGo(t *testing.T) {
+	ours := NewIndexer(MetaNamespaceKeyFunc, storeModelIndexers(), withStoredForm(newBoxForm()))
+	theirs := clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, clientcache.Indexers(storeModelIndexers()))
+	var txns []Transaction
+	for i := range 60 {
+		name, rv, app := fmt.Sprint("p", i*7%9), fmt.Sprint(i+2), fmt.Sprint("a", i%4)
+		typ := TransactionTypeUpdate
+		if i%5 == 3 {
+			typ = TransactionTypeDelete
+		}
+		txns = append(txns, Transaction{Type: typ, Object: newTestPod("ns", name, rv, "app", app)})
+	}
+	assert.Nil(t, ours.(TransactionStore).Transaction(txns...))
+	assert.Nil(t, theirs.(clientcache.TransactionStore).Transaction(txns...))
+	assertSameStoreContent(t, ours, theirs)
+	assert.Equal(t, sortedStrings(theirs.ListKeys()), ours.(*cache).storage.form.(*boxForm).liveKeys(), "every key deleted last is dropped")
+}
+
 // assertSameStoreContent compares keys, objects and every index.
 func assertSameStoreContent(t *testing.T, ours, theirs clientcache.Indexer) {
 	t.Helper()
