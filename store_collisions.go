@@ -33,13 +33,18 @@ func metaOf(obj any) (metav1.Object, bool) {
 }
 
 // sameName reports whether a and b, objects with the same key, have the
-// same namespace and name, or do not both have metadata.
+// same namespace and name, or do not both have metadata. Both were keyed
+// by the store, so neither is a nil pointer: this runs on every write and
+// spares the check.
 func sameName(a, b any) bool {
-	ma, ok := metaOf(a)
+	if a == b {
+		return true
+	}
+	ma, ok := a.(metav1.Object)
 	if !ok {
 		return true
 	}
-	mb, ok := metaOf(b)
+	mb, ok := b.(metav1.Object)
 	return !ok || (ma.GetName() == mb.GetName() && ma.GetNamespace() == mb.GetNamespace())
 }
 
