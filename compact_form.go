@@ -11,11 +11,6 @@ import (
 	"github.com/openinformer/cache/internal/compact"
 )
 
-// defaultHotObjects is the hot cache's size when CompactOptions leaves it 0:
-// about 23.5 MB of typical pods, enough for the objects a controller works on
-// at one time.
-const defaultHotObjects = 1000
-
 // compactForm is the storedForm of compact storage: the map holds each
 // object as its encoding, and reads decode it, outside the store's lock,
 // unless the hot cache still has the object decoded from those very bytes.
@@ -36,10 +31,7 @@ type compactForm struct {
 
 func newCompactForm(opts CompactOptions) *compactForm {
 	f := &compactForm{}
-	switch {
-	case opts.HotObjects == 0:
-		f.hot = compact.NewHotCache[any](defaultHotObjects)
-	case opts.HotObjects > 0:
+	if opts.HotObjects > 0 {
 		f.hot = compact.NewHotCache[any](opts.HotObjects)
 	}
 	return f
@@ -51,7 +43,7 @@ func newCompactForm(opts CompactOptions) *compactForm {
 // the default mode.
 func (f *compactForm) hold(key string, obj any) (any, error) {
 	if e, ok := obj.(compact.Encoding); ok {
-		// Held ahead of a Replace (see preheld): adopted as it is.
+		// Held ahead of a Replace (store_prehold.go): adopted as it is.
 		return e, nil
 	}
 	ro, ok := obj.(runtime.Object)
@@ -140,6 +132,9 @@ func (f *compactForm) decode(e compact.Encoding) (runtime.Object, error) {
 	}
 	return codec.Decode(e)
 }
+
+// inPlace is false: the map holds encodings.
+func (*compactForm) inPlace() bool { return false }
 
 // drop forgets key's decoded object, so that the hot cache does not keep a
 // deleted object's memory alive.

@@ -17,7 +17,7 @@ type storageMode struct {
 
 var storageModes = []storageMode{
 	{name: "decoded"},
-	{name: "compact", compact: &CompactOptions{}},
+	{name: "compact", compact: &CompactOptions{HotObjects: DefaultHotObjects}},
 }
 
 // forEachStorageMode runs body as a subtest per storage mode.

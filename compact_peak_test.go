@@ -49,7 +49,7 @@ func liveHeap() uint64 {
 	return m.HeapAlloc
 }
 
-// probeForm wraps a store's form (nil: objects held as they are) and calls
+// probeForm wraps a store's form and calls
 // sample every so many objects held (a compact informer's watch-list holds
 // each object twice: as it arrives and when the store adopts it) and read
 // back (to index them, and for the handlers), with the caller stopped, so
@@ -72,26 +72,17 @@ func probeStore(inf SharedIndexInformer, p *probeForm) {
 }
 
 func (f *probeForm) hold(key string, obj any) (held any, err error) {
-	held = obj
-	if f.inner != nil {
-		held, err = f.inner.hold(key, obj)
-	}
+	held, err = f.inner.hold(key, obj)
 	if f.calls.Add(1)%f.every == 0 {
 		f.sample()
 	}
 	return held, err
 }
 
-// encodes is the inner form's, so that the probe takes the same path.
-func (f *probeForm) encodes() bool {
-	e, ok := f.inner.(encodingForm)
-	return ok && e.encodes()
-}
+// inPlace is the inner form's, so that the probe takes the same path.
+func (f *probeForm) inPlace() bool { return f.inner.inPlace() }
 
 func (f *probeForm) view(key string, held any, keep bool) (any, error) {
-	if f.inner == nil {
-		return held, nil
-	}
 	obj, err := f.inner.view(key, held, keep)
 	if f.sampleViews && f.views.Add(1)%f.every == 0 {
 		f.sample()
@@ -100,9 +91,7 @@ func (f *probeForm) view(key string, held any, keep bool) (any, error) {
 }
 
 func (f *probeForm) drop(key string) {
-	if f.inner != nil {
-		f.inner.drop(key)
-	}
+	f.inner.drop(key)
 }
 
 // syncHeap runs one informer over n pods and returns the live heap at the

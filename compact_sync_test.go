@@ -36,11 +36,8 @@ func countViews(inf SharedIndexInformer) *viewCounter {
 
 func (c *viewCounter) hold(key string, obj any) (any, error) { return c.inner.hold(key, obj) }
 
-// encodes is the inner form's, so that the counter takes the same path.
-func (c *viewCounter) encodes() bool {
-	e, ok := c.inner.(encodingForm)
-	return ok && e.encodes()
-}
+// inPlace is the inner form's, so that the counter takes the same path.
+func (c *viewCounter) inPlace() bool { return c.inner.inPlace() }
 
 func (c *viewCounter) view(key string, held any, keep bool) (any, error) {
 	if keep {
@@ -213,7 +210,7 @@ func BenchmarkCompactWatchListSync(b *testing.B) {
 	indexers := Indexers{NamespaceIndex: MetaNamespaceIndexFunc}
 	var views int64
 	for b.Loop() {
-		v, _ := syncCompactInformer(b, lw, CompactOptions{}, indexers)
+		v, _ := syncCompactInformer(b, lw, CompactOptions{HotObjects: DefaultHotObjects}, indexers)
 		views += v.kept.Load() + v.other.Load()
 	}
 	b.ReportMetric(float64(views)/float64(b.N)/pods, "views/pod")

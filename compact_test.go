@@ -109,11 +109,25 @@ func TestCompactIndexerColdReadsAreFreshHotReadsShared(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "x", again.(*v1.Pod).Labels["app"], "the caller's mutation did not reach the cache")
 
-	hot := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{})
+	hot := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{HotObjects: DefaultHotObjects})
 	require.NoError(t, hot.Add(pod))
 	got, _, err = hot.GetByKey("ns/a")
 	require.NoError(t, err)
 	assert.Same(t, pod, got)
+}
+
+// HotObjects' zero value means no hot cache, as a negative value does: a
+// read back decodes a fresh object.
+func TestCompactHotObjectsZeroMeansNone(t *testing.T) {
+	for _, hot := range []int{0, -1} {
+		pod := newTestPod("ns", "a", "1")
+		idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{HotObjects: hot})
+		require.NoError(t, idx.Add(pod))
+		got, _, err := idx.GetByKey("ns/a")
+		require.NoError(t, err)
+		assert.NotSame(t, pod, got, "HotObjects %d", hot)
+		assert.Nil(t, idx.(*cache).storage.form.(*compactForm).hot, "HotObjects %d", hot)
+	}
 }
 
 // The hot cache holds at most HotObjects objects; reads beyond it decode.
@@ -412,4 +426,6 @@ func benchStoreEvents(b *testing.B, opts *CompactOptions) {
 }
 
 func BenchmarkStoreEventsDefault(b *testing.B) { benchStoreEvents(b, nil) }
-func BenchmarkStoreEventsCompact(b *testing.B) { benchStoreEvents(b, &CompactOptions{}) }
+func BenchmarkStoreEventsCompact(b *testing.B) {
+	benchStoreEvents(b, &CompactOptions{HotObjects: DefaultHotObjects})
+}

@@ -228,7 +228,7 @@ func TestD7_ReplaceLeavesOutKeyErrors(t *testing.T) {
 	require.NoError(t, f.Replace([]interface{}{newTestPod("ns", "a", "1"), "bad", newTestPod("ns", "b", "1")}, ""))
 	assert.Equal(t, []string{"ns/a: Replaced", "ns/b: Replaced", "ns/gone: Deleted(tombstone)"}, dfifoDrain(t, f), "every other object is replaced")
 	if msgs := reported.take(); assert.Len(t, msgs, 1) {
-		assert.Contains(t, msgs[0], "Object from a relist left out: couldn't create key for object bad")
+		assert.Equal(t, "Object from a relist left out: object has no meta: object does not implement the Object interfaces [key  type string]", msgs[0], "no object contents")
 	}
 	assert.True(t, f.HasSynced(), "the initial list counts the queued keys only")
 }

@@ -41,8 +41,8 @@ func ExampleCompactOptions() {
 		Objects: []runtime.Object{examplePod("default", "web-1")},
 	})
 	informer := cache.NewSharedIndexInformerWithOptions(server, &corev1.Pod{}, cache.SharedIndexInformerOptions{
-		Compact:            &cache.CompactOptions{}, // the default hot cache of 1000 objects
-		StripManagedFields: true,                    // the two combine: 0.17× the heap for typical pods
+		Compact:            &cache.CompactOptions{HotObjects: cache.DefaultHotObjects},
+		StripManagedFields: true, // the two combine: 0.17× the heap for typical pods
 	})
 	reg, _ := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { fmt.Println("added", obj.(*corev1.Pod).Name) },

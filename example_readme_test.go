@@ -102,7 +102,7 @@ func newBoundedInformer(lw cache.ListerWatcher, provider cache.HandlerMetricsPro
 func newLeanInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
 	return cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
 		Indexers:           cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		Compact:            &cache.CompactOptions{HotObjects: 5000}, // 0: the default, 1000
+		Compact:            &cache.CompactOptions{HotObjects: 5000}, // 0: none; cache.DefaultHotObjects is 1000
 		StripManagedFields: true,
 	})
 }

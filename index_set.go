@@ -3,7 +3,6 @@ package cache
 import (
 	"fmt"
 	"reflect"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -117,39 +116,6 @@ func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]
 	return dst, fails
 }
 
-// heldIndex is an object's values in every index of set, computed ahead
-// of the Replace that stores it, while the object was decoded (see
-// preheld). Its zero value, with no set, holds none.
-type heldIndex struct {
-	set *indexerSet
-	// namespace is the value of every namespace index, when namespaced:
-	// those indexes' functions read one field, so no slice is kept.
-	namespace  string
-	namespaced bool
-	// vals holds the other indexes' values by position; it is nil when
-	// every index is a namespace index, the common case.
-	vals [][]string
-	// fails are the index functions' failures on the object, reported by
-	// the Replace that adopts the values, as if it had computed them.
-	fails []error
-}
-
-// heldValues returns obj's values in set's indexes, as values computes
-// them. A stack buffer takes them, so that an object indexed by namespace
-// only, the common case, costs no slice.
-func (set *indexerSet) heldValues(key string, obj interface{}) heldIndex {
-	var buf [4][]string
-	vals, fails := set.values(buf[:0], key, obj)
-	h := heldIndex{set: set, fails: fails}
-	if m, err := accessor(obj); err == nil {
-		h.namespace, h.namespaced = m.GetNamespace(), true
-	}
-	if slices.ContainsFunc(vals, func(v []string) bool { return v != nil }) {
-		h.vals = slices.Clone(vals)
-	}
-	return h
-}
-
 // indexError is an index function's failure on one stored object.
 type indexError struct {
 	key, index string
@@ -171,8 +137,8 @@ func indexMissingError(name string) error {
 }
 
 // listOrder is the content of a Replace in the order it was listed, each
-// key once, objects possibly held already (preheld); its zero value means
-// unknown.
+// key once, objects possibly held already (see collectListed); its zero
+// value means unknown.
 type listOrder struct {
 	keys []string
 	objs []interface{}
@@ -195,14 +161,10 @@ func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order 
 	}
 	var err error
 	items.Range(func(key string, held interface{}) bool {
-		obj := held
-		if b.form != nil {
-			var ok bool
-			if obj, ok = viewHeld(b.form, key, held, false); !ok {
-				return true
-			}
+		obj, ok := viewHeld(b.form, key, held, false)
+		if ok {
+			err = b.collect(key, obj)
 		}
-		err = b.collect(key, obj)
 		return err == nil
 	})
 	if err != nil {
@@ -259,47 +221,6 @@ func (b *indexBuilder) fail(err error) error {
 		return err
 	}
 	b.fails = append(b.fails, err)
-	return nil
-}
-
-// collectListed is collect for an object of a Replace's list, which may be
-// held already. A held object's values are adopted when they were computed
-// for the builder's indexes; otherwise (indexers added since it was held,
-// or no values) it is read back, like a stored item, and indexed afresh.
-func (b *indexBuilder) collectListed(key string, obj interface{}) error {
-	p, ok := obj.(preheld)
-	switch {
-	case !ok:
-		return b.collect(key, obj)
-	case p.index.set == b.set && b.from == 0:
-		return b.adopt(key, p.index)
-	}
-	if obj, ok = p.view(false); !ok {
-		return nil
-	}
-	return b.collect(key, obj)
-}
-
-// adopt records the entries of h, computed for the builder's set, whose
-// indexes it builds all (from position 0): h's positions are its own.
-func (b *indexBuilder) adopt(key string, h heldIndex) error {
-	for _, err := range h.fails {
-		if err = b.fail(err); err != nil {
-			return err
-		}
-	}
-	for i := range b.entries {
-		switch {
-		case b.set.byNamespace[i]:
-			if h.namespaced {
-				b.record(i, h.namespace, key)
-			}
-		case h.vals != nil:
-			for _, v := range h.vals[i] {
-				b.record(i, v, key)
-			}
-		}
-	}
 	return nil
 }
 

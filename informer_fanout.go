@@ -5,21 +5,28 @@ package cache
 // always runs with blockDeltas held.
 type informerFanout struct{ s *sharedIndexInformer }
 
+// OnAdd, OnUpdate and OnDelete make informerFanout a ResourceEventHandler
+// for a store that is not this package's: each is a batch of one, so that
+// it takes notifyBatch's path (preheld objects read back, the mutation
+// detector told, sync updates marked) like every other change.
 func (f informerFanout) OnAdd(obj interface{}, isInInitialList bool) {
-	f.s.mutationDetector.AddObject(obj)
-	f.s.processor.distributeOne(notification{kind: addNotification, newObj: obj, initial: isInInitialList}, false)
+	f.notifyOne(notification{kind: addNotification, newObj: obj, initial: isInInitialList})
 }
 
-// OnUpdate marks an update that did not change the resource version (a
-// resync, or an unchanged object in a relist) as a sync notification, which
-// only handlers due for a resync receive.
+// OnUpdate is an update; one that did not change the resource version (a
+// resync, or an unchanged object in a relist) only reaches handlers due
+// for a resync.
 func (f informerFanout) OnUpdate(oldObj, newObj interface{}) {
-	f.s.mutationDetector.AddObject(newObj)
-	f.s.processor.distributeOne(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj}, isSyncUpdate(oldObj, newObj))
+	f.notifyOne(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj})
 }
 
 func (f informerFanout) OnDelete(obj interface{}) {
-	f.s.processor.distributeOne(notification{kind: deleteNotification, oldObj: obj}, false)
+	f.notifyOne(notification{kind: deleteNotification, oldObj: obj})
+}
+
+func (f informerFanout) notifyOne(n notification) {
+	ns := [1]notification{n}
+	f.distributeChunk(ns[:])
 }
 
 // notifyBatch distributes the changes of one batch of deltas, in order, a

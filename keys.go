@@ -273,3 +273,19 @@ func MetaNamespaceIndexFunc(obj interface{}) ([]string, error) {
 // namespace/name even for the empty namespace ("/name", which matches
 // nothing), as client-go's listers build it.
 func namespacedListerKey(namespace, name string) string { return namespace + "/" + name }
+
+// withoutObject returns err as a log line of ours may print it: a
+// KeyError's text embeds its whole object (a Secret's data, say), so it is
+// split into what identifies the object, its type and, if it has metadata,
+// its namespace and name, as key-value pairs, and its cause.
+func withoutObject(err error) (identity []any, cause error) {
+	var ke KeyError
+	if !errors.As(err, &ke) {
+		return nil, err
+	}
+	identity = []any{"type", fmt.Sprintf("%T", ke.Obj)}
+	if m, ok := metaOf(ke.Obj); ok {
+		identity = append(identity, "namespace", m.GetNamespace(), "name", m.GetName())
+	}
+	return identity, ke.Err
+}

@@ -52,3 +52,15 @@ func stampAt(now time.Duration) stamp { return stamp(now / time.Millisecond) }
 func (s stamp) age(now time.Duration) time.Duration {
 	return time.Duration(stampAt(now)-s) * time.Millisecond
 }
+
+// callOn makes the handler call n stands for.
+func (n *notification) callOn(h ResourceEventHandler) {
+	switch n.kind {
+	case addNotification:
+		h.OnAdd(n.newObj, n.initial)
+	case updateNotification:
+		h.OnUpdate(n.oldObj, n.newObj)
+	case deleteNotification:
+		h.OnDelete(n.oldObj)
+	}
+}

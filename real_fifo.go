@@ -294,10 +294,11 @@ func (f *RealFIFO) leaveOutStreamed(obj interface{}, err error) {
 }
 
 // reportLeftOut reports an object a queue's Replace leaves out, naming its
-// key when it has one.
+// key when it has one, never its contents (see withoutObject).
 func reportLeftOut(logger klog.Logger, keys queueKeyer, obj interface{}, err error) {
 	key, _ := keys.keyOf(obj)
-	utilruntime.HandleErrorWithLogger(logger, err, "Object from a relist left out", "key", key)
+	identity, cause := withoutObject(err)
+	utilruntime.HandleErrorWithLogger(logger, cause, "Object from a relist left out", append([]any{"key", key}, identity...)...)
 }
 
 // replaceEachLocked is the non-atomic Replace. Everything that can fail is

@@ -225,7 +225,7 @@ func TestR4_NonAtomicReplaceLeavesOutFailures(t *testing.T) {
 	assert.Equal(t, []string{"Deleted tombstone(ns/gone)", "Replaced ns/a"}, rfifoDrain(t, f), "only the keyless object is left out")
 	assert.True(t, f.HasSynced())
 	if msgs := reported.take(); assert.Len(t, msgs, 1) {
-		assert.Contains(t, msgs[0], "Object from a relist left out: couldn't create key for object 42")
+		assert.Equal(t, "Object from a relist left out: object has no meta: object does not implement the Object interfaces [key  type int]", msgs[0], "no object contents")
 	}
 
 	boom := errors.New("boom")

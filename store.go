@@ -61,7 +61,7 @@ func NewIndexer(keyFunc KeyFunc, indexers Indexers, opts ...StoreOption) Indexer
 }
 
 func newCache(keyFunc KeyFunc, indexers Indexers, opts []StoreOption) *cache {
-	c := &cache{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc)}
+	c := &cache{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc), form: plainForm{}}
 	for _, opt := range opts {
 		opt(c)
 	}
@@ -120,7 +120,7 @@ func (c *cache) lookupMeta(ns, name string) (string, prior) {
 		if key, old := c.storage.readStoredPrior(joined); old.existed {
 			return key, old
 		}
-		return p.key(), prior{}
+		return p.key(), prior{read: true}
 	}
 	key := p.key()
 	return key, c.storage.readPrior(key)
@@ -154,7 +154,7 @@ func (c *cache) Update(obj interface{}) error {
 	if obj, err = c.transform(obj); err != nil {
 		return err
 	}
-	return c.storage.put(key, obj)
+	return c.storage.writeOne(write{key: key, typ: TransactionTypeUpdate, obj: obj}, c.metaKeys)
 }
 
 // Delete removes the object with obj's key; an absent key is not an error.
@@ -163,8 +163,7 @@ func (c *cache) Delete(obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	c.storage.DeleteWithObject(key, obj)
-	return nil
+	return c.storage.writeOne(write{key: key, typ: TransactionTypeDelete, obj: obj}, c.metaKeys)
 }
 
 // List returns every stored object, from one consistent state.
@@ -206,7 +205,8 @@ func (c *cache) GetByKey(key string) (item interface{}, exists bool, err error) 
 // Replace makes list the whole content and rv the resource version. An
 // object whose key or transform fails is left out, and the others are
 // stored all the same: the error names each object left out. Of two
-// objects with one key, the later wins.
+// objects with one key, the later wins; keyed by namespace and name, that
+// is reported and counted (see store_collisions.go).
 func (c *cache) Replace(list []interface{}, rv string) error {
 	_, dropped := c.replaceList(list, rv)
 	return errors.Join(dropped...)
@@ -230,6 +230,7 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 	r.keys = make([]string, 0, len(list))
 	r.objs = make([]interface{}, 0, len(list))
 	unique := true
+	var twice listedTwice
 	for _, obj := range list {
 		key, stored, held, err := c.storable(obj)
 		if err != nil {
@@ -239,7 +240,12 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 		}
 		if _, replaced := r.after.Set(e, key, held); replaced {
 			unique = false
+			if c.metaKeys {
+				earlier := r.objs[twice.earlier(r.keys, key)]
+				c.storage.reportCollision(errListedTwice, "Object listed twice under one key; the store keeps the later", key, earlier, stored)
+			}
 		}
+		twice.note(key, len(r.keys))
 		r.keys, r.objs = append(r.keys, key), append(r.objs, stored)
 	}
 	order := listOrder{r.keys, r.objs}
@@ -255,11 +261,8 @@ func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropp
 // storable returns obj's key, obj transformed and what the map holds for
 // it.
 func (c *cache) storable(obj interface{}) (key string, stored, held interface{}, err error) {
-	if p, ok := obj.(preheld); ok {
-		// Transformed and keyed when it was held; the form adopts it. obj,
-		// not p, is returned: a second copy in an interface would allocate.
-		held, err = c.storage.hold(p.key, p.held)
-		return p.key, obj, held, err
+	if key, held, ok, err := c.adoptHeld(obj); ok {
+		return key, obj, held, err
 	}
 	if key, err = c.keyOf(obj); err != nil {
 		return "", nil, nil, err
@@ -278,55 +281,21 @@ func (c *cache) Resync() error {
 	return nil
 }
 
-// Transaction applies txns in order under one lock. Writes whose key cannot
-// be computed or whose type is unknown are skipped and returned in the
-// error; a write whose index function fails is applied, left out of that
-// index and reported. The transformer is not applied.
+// Transaction applies txns in order under one lock, only the last write
+// of each key. Writes whose key cannot be computed or whose type is
+// unknown are skipped and returned in the error; a write whose index
+// function fails is applied, left out of that index and reported. The
+// transformer is not applied.
 func (c *cache) Transaction(txns ...Transaction) *TransactionError {
-	keyed := make([]ThreadSafeStoreTransaction, 0, len(txns))
-	origin := make([]int, 0, len(txns))
-	failed := make(map[int]error)
-	for i, t := range txns {
+	b := getWriteBatch(len(txns))
+	defer b.release()
+	b.byName = c.metaKeys
+	for _, t := range txns {
 		key, err := c.keyOf(t.Object)
-		if err != nil {
-			failed[i] = err
-			continue
-		}
-		keyed = append(keyed, ThreadSafeStoreTransaction{Transaction: t, Key: key})
-		origin = append(origin, i)
+		b.ws = append(b.ws, write{key: key, typ: t.Type, obj: t.Object, err: err})
 	}
-	return c.commitKeyed(keyed, nil, origin, failed, len(txns))
-}
-
-// commitKeyed applies keyed writes under one lock and reports the outcome
-// of all total writes: origin maps each keyed write to its position among
-// them (nil: positions are the same) and failed holds those refused before.
-// applyWrites calls it directly, having computed every key once for its
-// own lookups, and passes what they read as priors (see transaction).
-func (c *cache) commitKeyed(keyed []ThreadSafeStoreTransaction, priors []prior, origin []int, failed map[int]error, total int) *TransactionError {
-	for _, f := range c.storage.transaction(keyed, priors) {
-		pos := f.pos
-		if origin != nil {
-			pos = origin[pos]
-		}
-		if failed == nil {
-			failed = map[int]error{}
-		}
-		failed[pos] = f.err
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	// Both slices are non-nil even when empty, as in client-go.
-	txErr := &TransactionError{TotalTransactions: total, SuccessfulIndices: make([]int, 0, total-len(failed)), Errors: make([]error, 0, len(failed))}
-	for i := range total {
-		if err, ok := failed[i]; ok {
-			txErr.Errors = append(txErr.Errors, err)
-		} else {
-			txErr.SuccessfulIndices = append(txErr.SuccessfulIndices, i)
-		}
-	}
-	return txErr
+	c.storage.apply(b)
+	return b.transactionError()
 }
 
 // GetIndexers returns the index functions; the map is never changed.

@@ -3,7 +3,6 @@ package cache
 import (
 	"fmt"
 	"slices"
-	"sync"
 )
 
 // This file is the store's side of an informer: the store applies each
@@ -46,13 +45,26 @@ func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []noti
 		return applyWhole(c, deltas[0], isInInitialList, changes)
 	}
 	changes, txErr := c.applyWrites(deltas, isInInitialList, changes)
+	return changes, nil, batchError(len(deltas), txErr)
+}
+
+// batchError words the failures of a batch of n write deltas as client-go
+// v0.37.2 does: a single delta's own error, or one naming every failure.
+//
+// client-go v0.38 differs here only: a delta whose key cannot be computed
+// is skipped before the transaction (the store already skips it alone, its
+// write record carrying the KeyError) and the KeyErrors are joined
+// (errors.Join) ahead of the "not all items" error of the other failures,
+// if any. v0.37.2's queue ends a batch after such a delta, and the wording
+// shows in the log, so the v0.38 wording waits for the v0.38 build.
+func batchError(n int, txErr *TransactionError) error {
 	switch {
 	case txErr == nil:
-		return changes, nil, nil
-	case len(deltas) == 1:
-		return changes, nil, txErr.Errors[0]
+		return nil
+	case n == 1:
+		return txErr.Errors[0]
 	}
-	return changes, nil, fmt.Errorf("not all items in the batch successfully processed: %s", txErr.Error())
+	return fmt.Errorf("not all items in the batch successfully processed: %s", txErr.Error())
 }
 
 // wholeStore is a store as a delta about all of it needs it.
@@ -137,106 +149,42 @@ func (c *cache) replacedObject(r replacement, key string) (interface{}, bool) {
 }
 
 // applyWrites writes deltas, all writes, in one transaction and appends a
-// change for each that succeeded. Whether a write is an add or an update
-// is read, with its key, before the transaction, and the transaction takes
-// what was read as its prior instead of reading it again (with compact
-// storage, a hot-cache lookup or a decode): a batch holds each key once,
-// and only the informer writes to its store.
+// change for each that succeeded. Whether a write is an add or an update,
+// and its update's old object, is what the key held just before it: the
+// batch's previous delta of the key, oldest first, or what the store held.
+// Each key and its prior are read in one lookup before the transaction,
+// which takes the prior instead of reading it again (with compact storage,
+// a hot-cache lookup or a decode).
 func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []notification) ([]notification, *TransactionError) {
-	b := getWriteBuffers(len(deltas))
+	b := getWriteBatch(len(deltas))
 	defer b.release()
-	var failed map[int]error
-	for i, d := range deltas {
+	b.byName = c.metaKeys
+	for _, d := range deltas {
 		key, old, err := c.lookup(d.Object)
-		if err != nil {
-			if failed == nil {
-				failed = map[int]error{}
-			}
-			failed[i] = err
-			continue
+		typ := TransactionTypeUpdate
+		if d.Type == Deleted {
+			typ = TransactionTypeDelete
 		}
-		b.add(i, key, old, writeOf(d, old.obj, old.known, isInInitialList))
+		b.ws = append(b.ws, write{key: key, typ: typ, obj: d.Object, prior: old, err: err})
 	}
-	origin := b.origin
-	if failed == nil {
-		origin = nil
-	}
-	txErr := c.commitKeyed(b.txns, b.priors, origin, failed, len(deltas))
-	if txErr == nil {
-		return append(changes, b.notes...), nil
-	}
-	return b.appendSucceeded(changes, txErr.SuccessfulIndices), txErr
-}
-
-// write is one delta as a transaction write and the change it makes.
-type write struct {
-	txn  Transaction
-	note notification
-}
-
-// writeOf is the write for d, given what its key holds now.
-func writeOf(d Delta, old interface{}, exists, isInInitialList bool) write {
-	switch {
-	case d.Type == Deleted:
-		return write{Transaction{Type: TransactionTypeDelete, Object: d.Object}, notification{kind: deleteNotification, oldObj: d.Object}}
-	case exists:
-		return write{Transaction{Type: TransactionTypeUpdate, Object: d.Object}, notification{kind: updateNotification, oldObj: old, newObj: d.Object}}
-	}
-	return write{Transaction{Type: TransactionTypeAdd, Object: d.Object}, notification{kind: addNotification, newObj: d.Object, initial: isInInitialList}}
-}
-
-// writeBuffers are applyWrites' per-batch slices, pooled because a busy
-// informer would otherwise allocate them for every batch. Nothing keeps
-// them past the batch: the store copies each write, the caller each change.
-type writeBuffers struct {
-	txns   []ThreadSafeStoreTransaction
-	priors []prior // what each txn's key held when its delta was looked up
-	origin []int   // the delta each txn came from
-	notes  []notification
-}
-
-var writeBufferPool = sync.Pool{New: func() any { return new(writeBuffers) }}
-
-// getWriteBuffers returns empty buffers with room for n writes.
-func getWriteBuffers(n int) *writeBuffers {
-	b := writeBufferPool.Get().(*writeBuffers)
-	if cap(b.txns) < n {
-		b.txns = make([]ThreadSafeStoreTransaction, 0, n)
-		b.priors = make([]prior, 0, n)
-		b.origin = make([]int, 0, n)
-		b.notes = make([]notification, 0, n)
-	}
-	return b
-}
-
-func (b *writeBuffers) add(delta int, key string, old prior, w write) {
-	b.txns = append(b.txns, ThreadSafeStoreTransaction{Transaction: w.txn, Key: key})
-	b.priors = append(b.priors, old)
-	b.origin = append(b.origin, delta)
-	b.notes = append(b.notes, w.note)
-}
-
-// appendSucceeded appends the changes of the deltas listed, ascending, in
-// succeeded.
-func (b *writeBuffers) appendSucceeded(changes []notification, succeeded []int) []notification {
-	j := 0
-	for _, i := range succeeded {
-		for j < len(b.origin) && b.origin[j] < i {
-			j++
-		}
-		if j < len(b.origin) && b.origin[j] == i {
-			changes = append(changes, b.notes[j])
+	c.storage.apply(b)
+	for i := range b.ws {
+		if b.ws[i].err == nil {
+			changes = append(changes, b.change(i, isInInitialList))
 		}
 	}
-	return changes
+	return changes, b.transactionError()
 }
 
-// release empties the buffers, so the pool pins no object, and returns
-// them.
-func (b *writeBuffers) release() {
-	clear(b.txns[:cap(b.txns)])
-	clear(b.priors[:cap(b.priors)])
-	clear(b.notes[:cap(b.notes)])
-	b.txns, b.priors, b.origin, b.notes = b.txns[:0], b.priors[:0], b.origin[:0], b.notes[:0]
-	writeBufferPool.Put(b)
+// change is what write i of a committed batch tells an informer's
+// handlers.
+func (b *writeBatch) change(i int, isInInitialList bool) notification {
+	w := &b.ws[i]
+	if w.typ == TransactionTypeDelete {
+		return notification{kind: deleteNotification, oldObj: w.obj}
+	}
+	if old, ok := b.before(i); ok {
+		return notification{kind: updateNotification, oldObj: old, newObj: w.obj}
+	}
+	return notification{kind: addNotification, newObj: w.obj, initial: isInInitialList}
 }

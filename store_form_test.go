@@ -61,6 +61,8 @@ func (f *boxForm) view(key string, held any, _ bool) (any, error) {
 	return b.obj, nil
 }
 
+func (f *boxForm) inPlace() bool { return false }
+
 func (f *boxForm) drop(key string) {
 	f.mu.Lock()
 	delete(f.live, key)

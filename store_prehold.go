@@ -1,5 +1,7 @@
 package cache
 
+import "slices"
+
 // A store whose form encodes objects (compact storage) can take the objects
 // of a watch-list stream in its held form as they arrive, so that the
 // decoded initial list never lives whole: the stream's buffer keeps each
@@ -35,19 +37,10 @@ type preholdingStore interface {
 
 var _ preholdingStore = &cache{}
 
-// encodingForm is a form that keeps objects encoded, far smaller than
-// decoded: only such a store gains from holding a stream's objects ahead.
-type encodingForm interface {
-	storedForm
-	encodes() bool
-}
-
-// encodes is true: compact storage keeps each object as its encoding.
-func (*compactForm) encodes() bool { return true }
-
-// preholder returns the store's preholdFunc, nil unless its form encodes.
+// preholder returns the store's preholdFunc, nil when its form holds
+// objects in place: there is nothing to gain.
 func (c *cache) preholder() preholdFunc {
-	if f, ok := c.storage.form.(encodingForm); !ok || !f.encodes() {
+	if c.storage.form.inPlace() {
 		return nil
 	}
 	return func(obj any) (preheld, error) {
@@ -98,4 +91,90 @@ func resolvePreheld(ns []notification) []notification {
 		out = append(out, n)
 	}
 	return out
+}
+
+// adoptHeld is, for a Replace, obj's key and held value if obj is held
+// already: transformed and keyed when it was held, and adopted by the
+// form as it is.
+func (c *cache) adoptHeld(obj any) (key string, held any, ok bool, err error) {
+	p, ok := obj.(preheld)
+	if !ok {
+		return "", nil, false, nil
+	}
+	held, err = c.storage.hold(p.key, p.held)
+	return p.key, held, true, err
+}
+
+// collectListed is collect for an object of a Replace's list, which may be
+// held already. A held object's values are adopted when they were computed
+// for the builder's indexes; otherwise (indexers added since it was held,
+// or no values) it is read back, like a stored item, and indexed afresh.
+func (b *indexBuilder) collectListed(key string, obj interface{}) error {
+	p, ok := obj.(preheld)
+	switch {
+	case !ok:
+		return b.collect(key, obj)
+	case p.index.set == b.set && b.from == 0:
+		return b.adopt(key, p.index)
+	}
+	if obj, ok = p.view(false); !ok {
+		return nil
+	}
+	return b.collect(key, obj)
+}
+
+// adopt records the entries of h, computed for the builder's set, whose
+// indexes it builds all (from position 0): h's positions are its own.
+func (b *indexBuilder) adopt(key string, h heldIndex) error {
+	for _, err := range h.fails {
+		if err = b.fail(err); err != nil {
+			return err
+		}
+	}
+	for i := range b.entries {
+		switch {
+		case b.set.byNamespace[i]:
+			if h.namespaced {
+				b.record(i, h.namespace, key)
+			}
+		case h.vals != nil:
+			for _, v := range h.vals[i] {
+				b.record(i, v, key)
+			}
+		}
+	}
+	return nil
+}
+
+// heldIndex is an object's values in every index of set, computed ahead
+// of the Replace that stores it, while the object was decoded (see
+// preheld). Its zero value, with no set, holds none.
+type heldIndex struct {
+	set *indexerSet
+	// namespace is the value of every namespace index, when namespaced:
+	// those indexes' functions read one field, so no slice is kept.
+	namespace  string
+	namespaced bool
+	// vals holds the other indexes' values by position; it is nil when
+	// every index is a namespace index, the common case.
+	vals [][]string
+	// fails are the index functions' failures on the object, reported by
+	// the Replace that adopts the values, as if it had computed them.
+	fails []error
+}
+
+// heldValues returns obj's values in set's indexes, as values computes
+// them. A stack buffer takes them, so that an object indexed by namespace
+// only, the common case, costs no slice.
+func (set *indexerSet) heldValues(key string, obj interface{}) heldIndex {
+	var buf [4][]string
+	vals, fails := set.values(buf[:0], key, obj)
+	h := heldIndex{set: set, fails: fails}
+	if m, err := accessor(obj); err == nil {
+		h.namespace, h.namespaced = m.GetNamespace(), true
+	}
+	if slices.ContainsFunc(vals, func(v []string) bool { return v != nil }) {
+		h.vals = slices.Clone(vals)
+	}
+	return h
 }

@@ -16,14 +16,14 @@ import (
 // the held form.
 
 // storedForm converts between the objects callers see and what the
-// store's map holds. A nil storedForm holds objects as they are.
+// store's map holds. plainForm holds objects as they are.
 type storedForm interface {
 	// hold is called before the store's lock is taken, on the object
 	// already transformed, with its key; an error refuses that object
 	// only (reported like a failed key: one object never costs another).
-	// The held value must be a pointer (or a struct of one pointer, which
-	// an interface holds without allocating), new for every hold: the store
-	// tells held values apart by identity.
+	// Unless the form is in place, the held value must be a pointer (or a
+	// struct of one pointer, which an interface holds without allocating),
+	// new for every hold: the store tells held values apart by identity.
 	hold(key string, obj any) (any, error)
 	// view returns the object for a held value. The store calls it
 	// without its lock, since it may decode; it must not block. keep is
@@ -31,16 +31,29 @@ type storedForm interface {
 	// a rebuild (an update's old object): a form that caches what it
 	// decodes should not spend the work or the room on it.
 	view(key string, held any, keep bool) (any, error)
-	// drop is called after key is deleted from the map.
+	// drop is called, under the store's lock, once a write leaves key
+	// absent: a delete, even of an absent key (an earlier write of its
+	// batch, superseded, may have held a value), or a Replace that did not
+	// list it. hold runs before the lock, so a hold for a key may come
+	// before a concurrent delete's drop of it and be stored after: a form
+	// must let each held value stand on its own, and drop may only release
+	// what no held value needs.
 	drop(key string)
+	// inPlace reports a form whose held value is the caller's object
+	// itself and that keeps nothing per key: its views cost nothing and
+	// never fail, so the store reads them under its lock and copies held
+	// values as objects, and it need not be told what was dropped.
+	inPlace() bool
 }
 
-// The store calls drop under its lock, once the write that deleted the key
-// is done (a transaction that deletes a key and writes it again drops
-// nothing). hold runs before the lock, so a hold for a key may come before
-// a concurrent delete's drop of it and be stored after: a form must let
-// each held value stand on its own, and drop may only release what no
-// held value needs.
+// plainForm is the form of a store that keeps objects as they are: the
+// default.
+type plainForm struct{}
+
+func (plainForm) hold(_ string, obj any) (any, error)          { return obj, nil }
+func (plainForm) view(_ string, held any, _ bool) (any, error) { return held, nil }
+func (plainForm) drop(string)                                  {}
+func (plainForm) inPlace() bool                                { return true }
 
 // withStoredForm makes a store built by NewStore or NewIndexer hold its
 // objects in form f.
@@ -60,9 +73,6 @@ func holdError(key string, err error) error {
 
 // hold returns what the map keeps for obj under key.
 func (s *threadSafeMap) hold(key string, obj any) (any, error) {
-	if s.form == nil {
-		return obj, nil
-	}
 	held, err := s.form.hold(key, obj)
 	if err != nil {
 		return nil, holdError(key, err)
@@ -73,22 +83,15 @@ func (s *threadSafeMap) hold(key string, obj any) (any, error) {
 // view returns the object for a held value; false when the form failed,
 // which is reported, and the object is then left out of the read.
 func (s *threadSafeMap) view(key string, held any) (any, bool) {
-	return s.viewFor(key, held, true)
+	return viewHeld(s.form, key, held, true)
 }
 
 // viewOld is view for an object being replaced: see storedForm.view.
 func (s *threadSafeMap) viewOld(key string, held any) (any, bool) {
-	return s.viewFor(key, held, false)
+	return viewHeld(s.form, key, held, false)
 }
 
-func (s *threadSafeMap) viewFor(key string, held any, keep bool) (any, bool) {
-	if s.form == nil {
-		return held, true
-	}
-	return viewHeld(s.form, key, held, keep)
-}
-
-// viewHeld is view through a form that is not nil.
+// viewHeld is view through form f.
 func viewHeld(f storedForm, key string, held any, keep bool) (any, bool) {
 	obj, err := f.view(key, held, keep)
 	if err != nil {
@@ -99,27 +102,19 @@ func viewHeld(f storedForm, key string, held any, keep bool) (any, bool) {
 }
 
 // viewUnderLock is how many objects a read may view while holding the
-// lock, limit without a form: with one, a view may decode, and readers
-// then view from a frozen snapshot after releasing the lock, so that no
-// one waits on a decode.
+// lock: limit when the form is in place; otherwise a view may decode, and
+// readers then view from a frozen snapshot after releasing the lock, so
+// that no one waits on a decode.
 func (s *threadSafeMap) viewUnderLock(limit int) int {
-	if s.form != nil {
-		return 0
+	if s.form.inPlace() {
+		return limit
 	}
-	return limit
-}
-
-// dropLocked tells the form that key left the map; a deleting write calls
-// it once done.
-func (s *threadSafeMap) dropLocked(key string) {
-	if s.form != nil {
-		s.form.drop(key)
-	}
+	return 0
 }
 
 // appendObjects appends the object of every item to dst.
 func (s *threadSafeMap) appendObjects(dst []any, items hashmap.Map[any]) []any {
-	if s.form == nil {
+	if s.form.inPlace() {
 		return items.AppendValues(dst)
 	}
 	items.Range(func(key string, held any) bool {
@@ -133,7 +128,7 @@ func (s *threadSafeMap) appendObjects(dst []any, items hashmap.Map[any]) []any {
 
 // appendObjectsOf appends the objects of the items named by members.
 func (s *threadSafeMap) appendObjectsOf(dst []any, items hashmap.Map[any], members keySet) []any {
-	if s.form == nil {
+	if s.form.inPlace() {
 		return hashmap.AppendValuesOf(dst, items, members)
 	}
 	members.Range(func(key string, _ struct{}) bool {
@@ -149,24 +144,18 @@ func (s *threadSafeMap) appendObjectsOf(dst []any, items hashmap.Map[any], membe
 
 // prior is what a key held before a write: held as the map keeps it and
 // obj as the caller's object. known is false when the form could not read
-// it back, and the key is then found in the indexes by a scan.
+// it back, and the key is then found in the indexes by a scan. read marks
+// a prior read before the write's lock was taken (see lockFor).
 type prior struct {
-	held, obj      any
-	existed, known bool
+	held, obj            any
+	existed, known, read bool
 }
 
 // heldPrior is the prior of a key whose held value, prev, is the object
-// itself: a store without a form.
+// itself: a form in place.
 func heldPrior(prev any, existed bool) prior {
-	return prior{held: prev, obj: prev, existed: existed, known: existed}
+	return prior{held: prev, obj: prev, existed: existed, known: existed, read: true}
 }
-
-// A store with a form reads the prior of every key it writes before taking
-// the lock for the write, because reading it back may decode: a decode
-// under the lock would hold up every reader and writer. Once the writer
-// holds the lock it checks that the key still holds what was read, and
-// reads again otherwise (another writer got in between: rare, since an
-// informer's store has one writer).
 
 // readPrior returns what key holds, as the caller's object. Call it
 // without the lock.
@@ -180,28 +169,10 @@ func (s *threadSafeMap) readPrior(key string) prior {
 // viewPrior is the prior of key given what it holds.
 func (s *threadSafeMap) viewPrior(key string, held any, existed bool) prior {
 	if !existed {
-		return prior{}
+		return prior{read: true}
 	}
 	obj, known := s.viewOld(key, held)
-	return prior{held: held, obj: obj, existed: true, known: known}
-}
-
-// lockForWriteOf takes the write lock for a write of key and returns key's
-// prior, read outside the lock when the store has a form; without one the
-// prior is read from the write itself (putLocked, deleteLocked).
-func (s *threadSafeMap) lockForWriteOf(key string) prior {
-	if s.form == nil {
-		s.lockForWrite()
-		return prior{}
-	}
-	for {
-		old := s.readPrior(key)
-		s.lockForWrite()
-		if s.holdsLocked(key, old) {
-			return old
-		}
-		s.mu.Unlock()
-	}
+	return prior{held: held, obj: obj, existed: true, known: known, read: true}
 }
 
 // holdsLocked reports whether key still holds what old was read from.
@@ -209,13 +180,4 @@ func (s *threadSafeMap) lockForWriteOf(key string) prior {
 func (s *threadSafeMap) holdsLocked(key string, old prior) bool {
 	held, existed := s.items.Get(key)
 	return existed == old.existed && (!existed || held == old.held)
-}
-
-// priorLocked is the prior of a write that found prev under its key: the
-// object itself without a form, and otherwise old, read before the lock.
-func (s *threadSafeMap) priorLocked(prev any, existed bool, old prior) prior {
-	if s.form == nil {
-		return heldPrior(prev, existed)
-	}
-	return old
 }

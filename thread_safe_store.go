@@ -70,8 +70,8 @@ type threadSafeMap struct {
 	// objectErrors counts the index entries left out because an index
 	// function failed, and the objects the form refused.
 	objectErrors CounterMetric
-	// form converts between callers' objects and what items holds; nil
-	// holds them as they are. Set at construction, never changed.
+	// form converts between callers' objects and what items holds
+	// (plainForm: as they are). Set at construction, never changed.
 	form storedForm
 }
 
@@ -87,7 +87,7 @@ func NewThreadSafeStore(indexers Indexers, indices Indices, opts ...ThreadSafeSt
 }
 
 func newThreadSafeMap(indexers Indexers, opts ...ThreadSafeStoreOption) *threadSafeMap {
-	s := &threadSafeMap{epoch: hashmap.NewEpoch(), rvMetric: noopMetric{}, objectErrors: noopMetric{}}
+	s := &threadSafeMap{epoch: hashmap.NewEpoch(), rvMetric: noopMetric{}, objectErrors: noopMetric{}, form: plainForm{}}
 	set := newIndexerSet(indexers)
 	s.indexers.Store(set)
 	s.indexes = make([]valueIndex, len(set.names))
@@ -127,8 +127,12 @@ type storeRV struct {
 	set bool
 }
 
-// rvOf returns the resource version of a meta object; others have none.
+// rvOf returns the resource version of a meta object; others (nil: a
+// delete by key) have none.
 func rvOf(obj interface{}) storeRV {
+	if obj == nil {
+		return storeRV{}
+	}
 	m, err := accessor(obj)
 	if err != nil {
 		return storeRV{}

@@ -5,53 +5,349 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/openinformer/cache/internal/hashmap"
 )
 
-// Add stores obj under key; it is Update.
-func (s *threadSafeMap) Add(key string, obj interface{}) {
-	s.Update(key, obj)
+// The store's write pipeline. Every mutation but a swap of the whole
+// content (Replace, thread_safe_store_replace.go) is a writeBatch: one
+// write record per key written, prepared outside the lock and committed
+// under it, all here. Add, Update, Delete and Transaction of the Store and
+// of the ThreadSafeStore, and an informer's batch of deltas, differ only
+// in how they fill the records and read the outcome.
+//
+//  1. The caller fills each write: key (or the error that refused it),
+//     type, object, and the prior if it looked the key up already.
+//  2. prepare, without the lock: the form holds each object; a write whose
+//     key a later write of the batch writes again is superseded, since
+//     only the last write per key is applied (as client-go v0.38 does); the
+//     index values of the writes to apply are computed.
+//  3. lockFor takes the lock with every prior current, the one protocol
+//     of every write: a form in place has each prior read from the map as
+//     the write changes it; any other has them read before the lock (a read
+//     may decode, which must not hold up readers and writers), checked under
+//     it, and read again for the keys another writer changed meanwhile (rare:
+//     an informer's store has one writer).
+//  4. commitLocked applies the writes and records, on each key's first
+//     write, what the key held before the batch.
+//  5. After unlocking: index entries left out, and objects that replaced one
+//     of another name under the same key, are reported and counted.
+//
+// The caller then reads each write's outcome: its err, and what its key
+// held just before it (before), from which an informer derives its
+// changes.
+
+// write is one key's part in a writeBatch.
+type write struct {
+	key string
+	typ TransactionType
+	// obj is the caller's object: stored as held, indexed, and the source
+	// of the store's resource version. A delete's obj, if any, only gives
+	// the resource version.
+	obj  any
+	held any
+	// prior is what key held before the batch; it is kept on the key's
+	// first write of the batch only.
+	prior prior
+	// err refuses the write, before the lock: it is not applied.
+	err error
+	// prev is the position of the batch's previous write of key that was
+	// not refused, -1 if none; superseded marks a write that has a later
+	// one, and is not applied.
+	prev       int
+	superseded bool
 }
 
-// Update stores obj under key. An index function that fails on obj leaves
-// it out of that index only (client-go panics); see reportIndexFailures.
-func (s *threadSafeMap) Update(key string, obj interface{}) {
-	if err := s.put(key, obj); err != nil {
-		s.reportRefused(err)
+// applied reports whether commitLocked writes w.
+func (w *write) applied() bool { return w.err == nil && !w.superseded }
+
+// writeBatch is the writes of one mutation.
+type writeBatch struct {
+	ws []write
+	// byName marks a store keyed by namespace and name, in which two
+	// objects of different names under one key are a collision.
+	byName bool
+	// set is the generation of index functions the values were computed
+	// with; vals holds write i's values in set's n indexes at
+	// vals[i*n:(i+1)*n] (see valuesOf). Kept here rather than in each
+	// write, for the reason given at prepare.
+	set  *indexerSet
+	vals [][]string
+	// last is linkByMap's, kept with the pooled batch: a busy informer's
+	// batches would otherwise allocate one each.
+	last map[string]int
+}
+
+// writeLinkScan is the batch size up to which prepare finds a key's
+// previous write by scanning back rather than with a map.
+const writeLinkScan = 16
+
+// batchOfOne returns a batch of the single write w, with buf for its index
+// values: a single Add, Update or Delete allocates nothing for its batch.
+func batchOfOne(w *[1]write, buf *[4][]string) writeBatch {
+	return writeBatch{ws: w[:], vals: buf[:0]}
+}
+
+var writeBatchPool = sync.Pool{New: func() any { return new(writeBatch) }}
+
+// getWriteBatch returns an empty pooled batch with room for n writes:
+// a busy informer would otherwise allocate one for every batch.
+func getWriteBatch(n int) *writeBatch {
+	b := writeBatchPool.Get().(*writeBatch)
+	if cap(b.ws) < n {
+		b.ws = make([]write, 0, n)
 	}
+	return b
 }
 
-// reportRefused reports and counts an object the store's form refused.
-func (s *threadSafeMap) reportRefused(err error) {
-	s.objectErrors.Inc()
-	utilruntime.HandleErrorWithContext(context.TODO(), err, "Object not stored")
-}
-
-// put stores obj under key, in every index whose function succeeds on it.
-// It fails only when the store's form refuses obj, and then stores nothing.
-func (s *threadSafeMap) put(key string, obj interface{}) error {
-	held, err := s.hold(key, obj)
-	if err != nil {
-		return err
+// release empties b, so that the pool pins no object, and returns it.
+func (b *writeBatch) release() {
+	clear(b.ws[:cap(b.ws)])
+	clear(b.vals[:cap(b.vals)])
+	if len(b.last) > 0 {
+		clear(b.last)
 	}
-	var buf [4][]string
+	*b = writeBatch{ws: b.ws[:0], vals: b.vals[:0], last: b.last}
+	writeBatchPool.Put(b)
+}
+
+// apply runs b through the pipeline.
+func (s *threadSafeMap) apply(b *writeBatch) {
+	if len(b.ws) == 0 {
+		return
+	}
+	rv := s.prepare(b)
 	set := s.indexers.Load()
-	vals, fails := set.values(buf[:0], key, obj)
-	rv := rvOf(obj)
-	old := s.lockForWriteOf(key)
+	indexFails := b.index(set)
+	s.lockFor(b)
 	if cur := s.indexers.Load(); cur != set {
-		set = cur
-		vals, fails = set.values(buf[:0], key, obj)
+		indexFails = b.index(cur)
 	}
-	s.putLocked(set, key, held, obj, vals, old)
-	s.recordRVLocked(rv)
+	s.commitLocked(b, rv)
 	s.mu.Unlock()
-	s.reportIndexFailures(fails)
-	return nil
+	s.reportIndexFailures(indexFails)
+	if b.byName {
+		s.reportCollisions(b)
+	}
+}
+
+// prepare checks each write's type, holds the objects written, links the
+// writes of each key and returns the batch's resource version: the last
+// write's object's. (It is not kept in b: a field of b that the store
+// keeps would make a single write's batch escape to the heap.)
+func (s *threadSafeMap) prepare(b *writeBatch) storeRV {
+	for i := range b.ws {
+		w := &b.ws[i]
+		if w.err != nil {
+			continue
+		}
+		switch w.typ {
+		case TransactionTypeAdd, TransactionTypeUpdate:
+			if w.held, w.err = s.hold(w.key, w.obj); w.err != nil {
+				s.objectErrors.Inc()
+			}
+		case TransactionTypeDelete:
+		default:
+			w.err = fmt.Errorf("unknown transaction type %q", w.typ)
+		}
+	}
+	b.link()
+	for i := len(b.ws) - 1; i >= 0; i-- {
+		if w := &b.ws[i]; w.err == nil {
+			return rvOf(w.obj)
+		}
+	}
+	return storeRV{}
+}
+
+// link sets each write's prev and marks the superseded ones.
+func (b *writeBatch) link() {
+	if len(b.ws) > writeLinkScan {
+		b.linkByMap()
+		return
+	}
+	for i := range b.ws {
+		w := &b.ws[i]
+		w.prev = -1
+		if w.err != nil {
+			continue
+		}
+		for j := i - 1; j >= 0; j-- {
+			if p := &b.ws[j]; p.err == nil && p.key == w.key {
+				w.prev, p.superseded = j, true
+				break
+			}
+		}
+	}
+}
+
+func (b *writeBatch) linkByMap() {
+	if b.last == nil {
+		b.last = make(map[string]int, len(b.ws))
+	}
+	last := b.last
+	for i := range b.ws {
+		w := &b.ws[i]
+		w.prev = -1
+		if w.err != nil {
+			continue
+		}
+		if j, ok := last[w.key]; ok {
+			w.prev, b.ws[j].superseded = j, true
+		}
+		last[w.key] = i
+	}
+}
+
+// first returns the position of the first write of write i's key.
+func (b *writeBatch) first(i int) int {
+	for b.ws[i].prev >= 0 {
+		i = b.ws[i].prev
+	}
+	return i
+}
+
+// before returns what write i's key held just before it (the batch's
+// previous write of the key, or the key's prior) and whether that is a
+// known object. Call it once the batch is committed.
+func (b *writeBatch) before(i int) (any, bool) {
+	w := &b.ws[i]
+	if w.prev < 0 {
+		return w.prior.obj, w.prior.known
+	}
+	if p := &b.ws[w.prev]; p.typ != TransactionTypeDelete {
+		return p.obj, true
+	}
+	return nil, false
+}
+
+// index computes, with set, the values of every write to apply, and
+// returns the index entries left out, to report once the lock is released.
+// (They are not kept in b, for the reason given at prepare.)
+func (b *writeBatch) index(set *indexerSet) (indexFails []error) {
+	n := len(set.fns)
+	b.set = set
+	if need := len(b.ws) * n; need > cap(b.vals) {
+		b.vals = make([][]string, need)
+	} else {
+		b.vals = b.vals[:need]
+		clear(b.vals)
+	}
+	for i := range b.ws {
+		w := &b.ws[i]
+		if !w.applied() || w.typ == TransactionTypeDelete {
+			continue
+		}
+		_, fails := set.values(b.vals[i*n:i*n:(i+1)*n], w.key, w.obj)
+		indexFails = append(indexFails, fails...)
+	}
+	return indexFails
+}
+
+// valuesOf returns write i's index values.
+func (b *writeBatch) valuesOf(i int) [][]string {
+	n := len(b.set.fns)
+	return b.vals[i*n : (i+1)*n]
+}
+
+// lockFor takes the write lock for b with every prior current (see the
+// pipeline above).
+func (s *threadSafeMap) lockFor(b *writeBatch) {
+	if s.form.inPlace() {
+		s.lockForWrite()
+		return
+	}
+	for {
+		s.readPriors(b)
+		s.lockForWrite()
+		if s.priorsHoldLocked(b) {
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// readPriors reads the prior of each key whose first write has none:
+// what the map holds, under one lock, viewed after releasing it.
+func (s *threadSafeMap) readPriors(b *writeBatch) {
+	s.mu.Lock()
+	for i := range b.ws {
+		if w := &b.ws[i]; w.err == nil && w.prev < 0 && !w.prior.read {
+			w.prior.held, w.prior.existed = s.items.Get(w.key)
+		}
+	}
+	s.mu.Unlock()
+	for i := range b.ws {
+		if w := &b.ws[i]; w.err == nil && w.prev < 0 && !w.prior.read {
+			w.prior = s.viewPrior(w.key, w.prior.held, w.prior.existed)
+		}
+	}
+}
+
+// priorsHoldLocked reports whether every key still holds its prior, and
+// forgets those that do not, for readPriors to read again.
+func (s *threadSafeMap) priorsHoldLocked(b *writeBatch) bool {
+	hold := true
+	for i := range b.ws {
+		w := &b.ws[i]
+		if w.err == nil && w.prev < 0 && !s.holdsLocked(w.key, w.prior) {
+			w.prior, hold = prior{}, false
+		}
+	}
+	return hold
+}
+
+// commitLocked applies every write of b that is neither refused nor
+// superseded, and records rv, the batch's resource version.
+func (s *threadSafeMap) commitLocked(b *writeBatch, rv storeRV) {
+	for i := range b.ws {
+		w := &b.ws[i]
+		if !w.applied() {
+			continue
+		}
+		p := &b.ws[b.first(i)].prior
+		if w.typ == TransactionTypeDelete {
+			s.deleteLocked(b.set, w.key, p)
+		} else {
+			s.putLocked(b.set, w, b.valuesOf(i), p)
+		}
+	}
+	s.recordRVLocked(rv)
+}
+
+// putLocked makes w's held value its key's item and moves the key in the
+// indexes to vals, w's values. p is the key's prior: read before the lock,
+// or, with a form in place, read now from what the write replaces.
+func (s *threadSafeMap) putLocked(set *indexerSet, w *write, vals [][]string, p *prior) {
+	h := hashmap.Hash(w.key)
+	prev, existed := s.items.SetHashed(s.epoch, h, w.key, w.held)
+	if s.form.inPlace() {
+		*p = heldPrior(prev, existed)
+	}
+	for i := range s.indexes {
+		s.reindexLocked(set, i, w.key, h, *p, w.obj, vals[i])
+	}
+}
+
+// deleteLocked removes key, with prior p as for putLocked, and tells the
+// form: a key is written once per batch, so it stays absent.
+func (s *threadSafeMap) deleteLocked(set *indexerSet, key string, p *prior) {
+	h := hashmap.Hash(key)
+	prev, existed := s.items.DeleteHashed(s.epoch, h, key)
+	if s.form.inPlace() {
+		*p = heldPrior(prev, existed)
+	}
+	if existed {
+		for i := range s.indexes {
+			s.reindexLocked(set, i, key, h, *p, nil, nil)
+		}
+	}
+	// Even if key was absent: a superseded write of the batch may have held
+	// a value for it.
+	s.form.drop(key)
 }
 
 // reportIndexFailures reports and counts each index entry a write left out.
@@ -64,18 +360,6 @@ func (s *threadSafeMap) reportIndexFailures(fails []error) {
 		if errors.As(err, &ie) {
 			utilruntime.HandleErrorWithContext(context.TODO(), ie.err, "Object stored but left out of an index", "key", ie.key, "index", ie.index)
 		}
-	}
-}
-
-// putLocked makes held, the form of obj, key's item and moves key in the
-// indexes to vals, obj's values. old is key's prior when the store has a
-// form (see lockForWriteOf).
-func (s *threadSafeMap) putLocked(set *indexerSet, key string, held, obj interface{}, vals [][]string, old prior) {
-	h := hashmap.Hash(key)
-	prev, existed := s.items.SetHashed(s.epoch, h, key, held)
-	old = s.priorLocked(prev, existed, old)
-	for i := range s.indexes {
-		s.reindexLocked(set, i, key, h, old, obj, vals[i])
 	}
 }
 
@@ -165,6 +449,32 @@ func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string, h ui
 	}
 }
 
+// writeOne runs the single write w, by name when byName, and returns its
+// error.
+func (s *threadSafeMap) writeOne(w write, byName bool) error {
+	var one [1]write
+	var buf [4][]string
+	one[0] = w
+	b := batchOfOne(&one, &buf)
+	b.byName = byName
+	s.apply(&b)
+	return one[0].err
+}
+
+// Add stores obj under key; it is Update.
+func (s *threadSafeMap) Add(key string, obj interface{}) {
+	s.Update(key, obj)
+}
+
+// Update stores obj under key. An index function that fails on obj leaves
+// it out of that index only (client-go panics); see reportIndexFailures.
+// An object the store's form refuses is not stored, reported and counted.
+func (s *threadSafeMap) Update(key string, obj interface{}) {
+	if err := s.writeOne(write{key: key, typ: TransactionTypeUpdate, obj: obj}, false); err != nil {
+		utilruntime.HandleErrorWithContext(context.TODO(), err, "Object not stored")
+	}
+}
+
 // Delete removes key; it does not change the store's resource version.
 func (s *threadSafeMap) Delete(key string) {
 	s.DeleteWithObject(key, nil)
@@ -173,136 +483,48 @@ func (s *threadSafeMap) Delete(key string) {
 // DeleteWithObject removes key and, if obj is a meta object, records its
 // resource version even when key was absent.
 func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
-	var rv storeRV
-	if obj != nil {
-		rv = rvOf(obj)
-	}
-	old := s.lockForWriteOf(key)
-	defer s.mu.Unlock()
-	if s.deleteLocked(s.indexers.Load(), key, old) {
-		s.dropLocked(key)
-	}
-	s.recordRVLocked(rv)
+	_ = s.writeOne(write{key: key, typ: TransactionTypeDelete, obj: obj}, false)
 }
 
-// deleteLocked removes key and reports whether it was there; old is as
-// for putLocked. The caller tells the form once its write is done (see
-// dropLocked).
-func (s *threadSafeMap) deleteLocked(set *indexerSet, key string, old prior) bool {
-	h := hashmap.Hash(key)
-	prev, ok := s.items.DeleteHashed(s.epoch, h, key)
-	if !ok {
-		return false
+// Transaction applies txns under one lock, only the last write of each
+// key. An index function that fails on a written object leaves it out of
+// that index only (client-go panics); a write of unknown type, or one the
+// store's form refuses, is skipped and logged.
+func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
+	b := getWriteBatch(len(txns))
+	defer b.release()
+	for _, t := range txns {
+		b.ws = append(b.ws, write{key: t.Key, typ: t.Type, obj: t.Object})
 	}
-	old = s.priorLocked(prev, true, old)
-	for i := range s.indexes {
-		s.reindexLocked(set, i, key, h, old, nil, nil)
-	}
-	return true
-}
-
-// Replace swaps the whole content for items and sets the resource version.
-// An index function that fails on an item leaves it out of that index only
-// (client-go panics); one the store's form refuses is left out, reported
-// and counted.
-func (s *threadSafeMap) Replace(items map[string]interface{}, resourceVersion string) {
-	e := hashmap.NewEpoch()
-	m := hashmap.Sized[any](e, len(items))
-	for key, obj := range items {
-		held, err := s.hold(key, obj)
-		if err != nil {
-			s.reportRefused(err)
-			continue
+	s.apply(b)
+	for i := range b.ws {
+		if err := b.ws[i].err; err != nil {
+			utilruntime.HandleErrorWithContext(context.TODO(), err, "Transaction write skipped", "key", b.ws[i].key)
 		}
-		m.Set(e, key, held)
 	}
-	s.replace(m, e, resourceVersion, listOrder{})
 }
 
-// replace makes items, built in epoch e and seen by no one else, the new
-// content, and returns the content it replaced. The indexes are built
-// before the lock is taken (if the indexers change meanwhile they are built
-// again), so readers and writers are held up only for the swap. Both the
-// old and the new content are frozen: the caller may read them freely,
-// through view.
-func (s *threadSafeMap) replace(items hashmap.Map[any], e hashmap.Epoch, rv string, order listOrder) hashmap.Map[any] {
-	for {
-		set := s.indexers.Load()
-		b := newIndexBuilder(set, 0, items.Len(), true, s.form)
-		indexes, _ := b.buildFrom(items, e, order)
-		s.mu.Lock()
-		if s.indexers.Load() != set {
-			s.mu.Unlock()
-			continue
+// transactionError is the outcome of b as client-go reports it: nil when
+// every write was applied (or superseded), and otherwise which failed.
+func (b *writeBatch) transactionError() *TransactionError {
+	failed := 0
+	for i := range b.ws {
+		if b.ws[i].err != nil {
+			failed++
 		}
-		before := s.items
-		s.items, s.indexes, s.epoch = items, indexes, e
-		s.frozen = true
-		s.recordRVLocked(storeRV{rv: rv, set: true})
-		s.mu.Unlock()
-		s.reportIndexFailures(b.fails)
-		s.dropGone(before, items)
-		return before
 	}
-}
-
-// dropGone tells the form about every key of before that items lacks.
-func (s *threadSafeMap) dropGone(before, items hashmap.Map[any]) {
-	if s.form == nil {
-		return
-	}
-	before.Range(func(key string, _ any) bool {
-		if _, kept := items.Get(key); !kept {
-			s.form.drop(key)
-		}
-		return true
-	})
-}
-
-// AddIndexers adds index functions and indexes the stored items with them.
-// A name already in use is a conflict and nothing is added; so is an index
-// function that fails on a stored item.
-func (s *threadSafeMap) AddIndexers(newIndexers Indexers) error {
-	if len(newIndexers) == 0 {
+	if failed == 0 {
 		return nil
 	}
-	for {
-		if done, err := s.tryAddIndexers(newIndexers); done {
-			return err
+	// Both slices are non-nil even when empty, as in client-go.
+	total := len(b.ws)
+	txErr := &TransactionError{TotalTransactions: total, SuccessfulIndices: make([]int, 0, total-failed), Errors: make([]error, 0, failed)}
+	for i := range b.ws {
+		if err := b.ws[i].err; err != nil {
+			txErr.Errors = append(txErr.Errors, err)
+		} else {
+			txErr.SuccessfulIndices = append(txErr.SuccessfulIndices, i)
 		}
 	}
-}
-
-// tryAddIndexers is one attempt of AddIndexers; it is not done when a
-// write landed while the new indexes were built outside the lock.
-func (s *threadSafeMap) tryAddIndexers(newIndexers Indexers) (done bool, err error) {
-	s.lockForWrite()
-	defer s.mu.Unlock()
-	cur := s.indexers.Load()
-	if common := sets.KeySet(cur.funcs).Intersection(sets.KeySet(newIndexers)); common.Len() > 0 {
-		return true, fmt.Errorf("indexer conflict: %v", common)
-	}
-	next, items := cur.with(newIndexers), s.items
-	added, err := s.buildIndexesLocked(next, len(cur.fns), items)
-	if s.items != items || s.indexers.Load() != cur {
-		return false, nil
-	}
-	if err == nil {
-		s.indexes = append(append([]valueIndex(nil), s.indexes...), added...)
-		s.indexers.Store(next)
-	}
-	return true, err
-}
-
-// buildIndexesLocked builds set's indexes from position from on over
-// items. With a form it releases the lock meanwhile, items frozen, since
-// reading them back may decode; it holds the lock again when it returns.
-func (s *threadSafeMap) buildIndexesLocked(set *indexerSet, from int, items hashmap.Map[any]) ([]valueIndex, error) {
-	e := s.epoch
-	if s.form != nil {
-		s.frozen = true
-		s.mu.Unlock()
-		defer s.lockForWrite()
-	}
-	return newIndexBuilder(set, from, items.Len(), false, s.form).buildFrom(items, e, listOrder{})
+	return txErr
 }

@@ -24,11 +24,11 @@ import (
 // compares; the first is the reference of the ratios.
 var memoryVariants = append(implementations[:len(implementations):len(implementations)],
 	implementation{name: "openinformer compact", newInformer: compactInformer(-1)},
-	implementation{name: "openinformer compact hot 1000", newInformer: compactInformer(0)},
+	implementation{name: "openinformer compact hot 1000", newInformer: compactInformer(cache.DefaultHotObjects)},
 )
 
 // compactInformer is an informer constructor with compact storage and a hot
-// cache of hot objects (0: the default, negative: none).
+// cache of hot objects (0 or negative: none).
 func compactInformer(hot int) newInformerFunc {
 	return func(lw clientcache.ListerWatcher, obj k8sruntime.Object, resync time.Duration, indexers clientcache.Indexers) clientcache.SharedIndexInformer {
 		return cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{

@@ -76,7 +76,7 @@ func init() {
 			Ours:   benchNamespaceRead(coldIndexer, false),
 			Theirs: benchNamespaceRead(clientGoIndexer, true)},
 		benchCase{Name: "compact/ByIndex-1000-pods-hot",
-			Ours:   benchNamespaceRead(func() clientcache.Indexer { return compactIndexer(0) }, true),
+			Ours:   benchNamespaceRead(func() clientcache.Indexer { return compactIndexer(oi.DefaultHotObjects) }, true),
 			Theirs: benchNamespaceRead(clientGoIndexer, true)},
 		benchCase{Name: "compact/events-4-handlers-vs-our-default",
 			Ours:   func(b *testing.B) { benchInformerEvents(b, compactInformer) },
@@ -146,7 +146,7 @@ func benchEventFloor(b *testing.B, keys int, decode bool) {
 var compactInformer = informerImpl{
 	newInformer: func(lw clientcache.ListerWatcher, obj apiruntime.Object, resync time.Duration, indexers clientcache.Indexers) clientcache.SharedIndexInformer {
 		return oi.NewSharedIndexInformerWithOptions(lw, obj, oi.SharedIndexInformerOptions{
-			ResyncPeriod: resync, Indexers: indexers, Compact: &oi.CompactOptions{}})
+			ResyncPeriod: resync, Indexers: indexers, Compact: &oi.CompactOptions{HotObjects: oi.DefaultHotObjects}})
 	},
 	shutDown: oi.ShutDownEventHandler,
 }

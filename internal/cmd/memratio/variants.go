@@ -64,7 +64,7 @@ var variants = []variant{
 	{"(f) stripped + encoded auto", encoded(compact.Auto, true, compressNone)},
 	{"(f) stripped + auto + deflate + dictionary", encoded(compact.Auto, true, compressDict)},
 	{"(g) ours NewCompactIndexer, no hot cache", compactIndexer(-1)},
-	{"(g) ours NewCompactIndexer, hot 1000 (default)", compactIndexer(0)},
+	{"(g) ours NewCompactIndexer, hot 1000 (default)", compactIndexer(cache.DefaultHotObjects)},
 	{"(g) ours NewCompactIndexer, stripped, no hot", compactIndexer(-1, cache.WithTransformer(cache.TransformStripManagedFields()))},
 	{objectsAlone, func(src *source, n int) (any, error) {
 		objs := make([]any, 0, n)
