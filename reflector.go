@@ -393,6 +393,9 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 		if ctx.Err() != nil && act.Abandoned() {
 			return nil
 		}
+		if act.Report != nil {
+			utilruntime.HandleErrorWithContext(ctx, act.Report, "Reflector input is faulty", "reflector", r.name, "type", r.typeDescription)
+		}
 		if act.Note != nil {
 			run.note(act)
 		}
