@@ -164,3 +164,32 @@ func TestF10_ListRVNotAVersionReportedOnce(t *testing.T) {
 	assert.True(t, strings.HasPrefix(got[0], `Reflector input is faulty: the list of *v1.Pod has resourceVersion "abc"`), got[0])
 	assert.False(t, errors.Is(nil, errNilWatch))
 }
+
+// TestF9_InformerSyncsWithoutEndBookmark: the user-facing side of the
+// fallback, an informer on a server that drops the end bookmark syncs
+// within three minutes, where client-go's never does.
+func TestF9_InformerSyncsWithoutEndBookmark(t *testing.T) {
+	captureReportedErrors(t)
+	for _, ours := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := fake.MustNew(fake.Options{Object: &v1.Pod{}})
+			_, err := srv.Create(newTestPod("ns", "a", ""))
+			require.NoError(t, err)
+			srv.DropInitialEventsEnd(true)
+			var inf clientcache.SharedIndexInformer = clientcache.NewSharedIndexInformer(srv, &v1.Pod{}, 0, nil)
+			if ours {
+				inf = NewSharedIndexInformer(srv, &v1.Pod{}, 0, nil)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); inf.RunWithContext(ctx) }()
+			time.Sleep(3 * time.Minute)
+			synctest.Wait()
+			assert.Equal(t, ours, inf.HasSynced(), "ours=%v", ours)
+			assert.Equal(t, map[bool]int{true: 1, false: 0}[ours], len(inf.GetStore().ListKeys()), "ours=%v", ours)
+			cancel()
+			<-done
+		})
+	}
+	goleak.VerifyNone(t)
+}
