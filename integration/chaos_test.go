@@ -86,7 +86,7 @@ func chaosSeed(t *testing.T, srv *apiserver.Server, client dynamic.Interface, se
 			t.Errorf("%s: faults never reached it (requests %v)", run.impl.name, counts)
 		}
 		relists := counts[kindList] + counts[kindWatchList] - 1
-		t.Logf("%s: converged %v after the faults; relists %d (requests %v, 410s %d)", run.impl.name, times[i].Round(time.Millisecond), relists, counts, gone)
+		t.Logf("%s: converged %v after the faults; relist requests %d (LIST and watch-list after the first, retries included; requests %v, 410s %d)", run.impl.name, times[i].Round(time.Millisecond), relists, counts, gone)
 	}
 	for _, run := range runs {
 		run.stop()
