@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
@@ -359,4 +361,56 @@ func TestC7_OneFailedWriteReturnsItsOwnError(t *testing.T) {
 	var keyErr KeyError
 	assert.ErrorAs(t, err, &keyErr, "a batch of one reports the write's own error")
 	assert.Empty(t, h.calls)
+}
+
+// TestC3_ProcessErrorLogNamesTheObjectNotItsContents: a Process error
+// holding a KeyError is logged with the object's key and type and the
+// cause, never the object's contents (a KeyError's own text prints them).
+func TestC3_ProcessErrorLogNamesTheObjectNotItsContents(t *testing.T) {
+	reported := captureReportedErrors(t)
+	s, lw := informerTestServer("a")
+	cause := errors.New("no room")
+	c := New(&Config{Queue: controllerTestQueue(), ListerWatcher: lw, ObjectType: &v1.Pod{},
+		Process: func(obj interface{}, _ bool) error {
+			pod, ok := obj.(Deltas).Newest().Object.(*v1.Pod)
+			if !ok {
+				return nil // the initial ReplacedAll, a bookmark
+			}
+			pod = pod.DeepCopy()
+			pod.Annotations = map[string]string{"password": "s3cr3t"}
+			return fmt.Errorf("handling: %w", KeyError{Obj: pod, Err: cause})
+		}})
+	stop := controllerTestRun(c)
+	informerTestWait(t, "sync", c.HasSyncedChecker())
+	s.apply(watch.Added, "b")
+	var got []string
+	diffEventually(t, "reported", func() bool { got = append(got, reported.take()...); return len(got) > 0 })
+	stop()
+	assert.Equal(t, []string{`Popped item not fully processed: handling: couldn't create key for object "ns/b" of type *v1.Pod: no room []`}, got)
+	goleak.VerifyNone(t)
+}
+
+func TestWithoutObjectsKeepsIdentityCauseAndChain(t *testing.T) {
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Data: map[string][]byte{"password": []byte("s3cr3t")}}
+	cause := errors.New("boom")
+	inner := KeyError{Obj: secret, Err: cause}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{inner, `couldn't create key for object "ns/db" of type *v1.Secret: boom`},
+		{&inner, `couldn't create key for object "ns/db" of type *v1.Secret: boom`},
+		{errors.Join(errors.New("first"), fmt.Errorf("second: %w", inner)), "first\nsecond: couldn't create key for object \"ns/db\" of type *v1.Secret: boom"},
+		{KeyError{Obj: Deltas{{Type: Added, Object: secret}}, Err: KeyError{Obj: secret, Err: cause}}, `couldn't create key for object "ns/db" of type *v1.Secret (in Deltas): couldn't create key for object "ns/db" of type *v1.Secret: boom`},
+		{KeyError{Obj: DeletedFinalStateUnknown{Key: "ns/db", Obj: secret}, Err: cause}, `couldn't create key for object "ns/db" (a DeletedFinalStateUnknown): boom`},
+		{KeyError{Obj: 42, Err: cause}, `couldn't create key for object of type int: boom`},
+		{KeyError{Obj: (*v1.Secret)(nil), Err: cause}, `couldn't create key for object of type *v1.Secret: boom`},
+	} {
+		got := withoutObjects(tc.err)
+		assert.Equal(t, tc.want, got.Error())
+		assert.NotContains(t, got.Error(), "s3cr3t")
+		assert.ErrorIs(t, got, cause)
+	}
+	plain := errors.New("plain")
+	assert.Same(t, plain, withoutObjects(plain), "an error without a KeyError is logged as it is")
 }

@@ -153,9 +153,9 @@ func (l *processorListener) deliverResync() {
 	}
 	defer l.synced.finish(ov.initialOutstanding)
 	for _, n := range ov.reconcile() {
-		if l.isRemoved() {
+		if !l.pauseAfterPanic() {
 			return
 		}
-		l.deliver(n)
+		l.pauseNext = !l.deliver(n)
 	}
 }

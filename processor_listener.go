@@ -92,6 +92,10 @@ type processorListener struct {
 	waiting  atomic.Int64
 	inFlight atomic.Uint64
 
+	// pauseNext is set by run when a handler call panicked and the panic
+	// was recovered: the next call waits panicPause first. Owned by run.
+	pauseNext bool
+
 	mu       sync.Mutex
 	pending  deque.Blocks[notification]
 	overflow *backlogOverflow // non-nil while the backlog is collapsed
@@ -269,18 +273,39 @@ func (l *processorListener) next(dst []notification) (int, listenerState) {
 // removed handler is not called again, whatever it had queued.
 func (l *processorListener) deliverAll(ns []notification) bool {
 	for i := range ns {
-		select {
-		case <-l.stop:
+		if !l.pauseAfterPanic() {
 			clear(ns)
 			return false
-		default:
 		}
 		l.markWaiting(ns[i+1:])
 		l.markInFlight(&ns[i])
-		l.deliver(ns[i])
+		l.pauseNext = !l.deliver(ns[i])
 		ns[i] = notification{}
 	}
 	return true
+}
+
+// panicPause is how long delivery waits after a handler's recovered panic
+// before the next call, as client-go's listener does: a handler that
+// panics on every notification then logs one panic a second instead of
+// flooding the log, and client-go's own tests hold it to that.
+const panicPause = time.Second
+
+// pauseAfterPanic waits panicPause if the last call panicked. It returns
+// false, at once, if the listener is or gets removed.
+func (l *processorListener) pauseAfterPanic() bool {
+	if !l.pauseNext {
+		return !l.isRemoved()
+	}
+	l.pauseNext = false
+	t := l.cfg.clock.NewTimer(panicPause)
+	defer t.Stop()
+	select {
+	case <-l.stop:
+		return false
+	case <-t.C():
+		return true
+	}
 }
 
 // markWaiting records rest, the taken notifications not yet started.
@@ -288,19 +313,21 @@ func (l *processorListener) markWaiting(rest []notification) {
 	l.waiting.Store(int64(len(rest)))
 }
 
-// deliver calls the handler. A panic is handled as client-go does, by
-// utilruntime.HandleCrashWithLogger: logged where it happened, passed to
-// utilruntime.PanicHandlers and re-raised when utilruntime.ReallyCrash is
-// true (the default), crashing the process. With ReallyCrash false the
-// notification is skipped and delivery continues at once (client-go pauses
-// a second), and an initial-list add counts as delivered either way, so a
-// panicking OnAdd cannot keep the registration unsynced forever.
-func (l *processorListener) deliver(n notification) {
+// deliver calls the handler and reports whether the call returned. A
+// panic is handled as client-go does, by utilruntime.HandleCrashWithLogger:
+// logged where it happened, passed to utilruntime.PanicHandlers and
+// re-raised when utilruntime.ReallyCrash is true (the default), crashing
+// the process. With ReallyCrash false the notification is skipped and
+// delivery continues after panicPause, and an initial-list add counts as
+// delivered either way, so a panicking OnAdd cannot keep the registration
+// unsynced forever.
+func (l *processorListener) deliver(n notification) (returned bool) {
 	if n.tracked {
 		defer l.synced.finish(1)
 	}
 	defer utilruntime.HandleCrashWithLogger(l.panicLogger)
 	n.callOn(l.handler)
+	return true
 }
 
 // isRemoved reports whether the handler must not be called any more.

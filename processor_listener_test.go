@@ -189,7 +189,8 @@ func TestP3_DistributeBeforeStartIsQueued(t *testing.T) {
 }
 
 // TestP4_HandlerPanicLoggedAndDeliveryContinues: with ReallyCrash false,
-// under which client-go pauses a second after a panic, ours goes on at once.
+// delivery goes on with the next notification after a one-second pause, as
+// client-go's does; no pause follows a call that returned.
 func TestP4_HandlerPanicLoggedAndDeliveryContinues(t *testing.T) {
 	setReallyCrash(t, false)
 	synctest.Test(t, func(t *testing.T) {
@@ -201,8 +202,35 @@ func TestP4_HandlerPanicLoggedAndDeliveryContinues(t *testing.T) {
 		p.markSynced()
 		p.upsert(newTestPod("ns", "c", "1"))
 		synctest.Wait()
-		assert.Equal(t, []string{"add ns/a@1 true", "add ns/b@1 true", "add ns/c@1 false"}, r.got(), "delivery continues after a panic")
+		assert.Equal(t, []string{"add ns/a@1 true"}, r.got(), "paused after the panic")
+		assert.False(t, l.HasSynced(), "the second initial add waits out the pause")
+		time.Sleep(panicPause - time.Nanosecond)
+		synctest.Wait()
+		assert.Len(t, r.got(), 1, "still paused just before a second")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, []string{"add ns/a@1 true", "add ns/b@1 true", "add ns/c@1 false"}, r.got(), "delivery continues after the pause")
 		assert.True(t, l.HasSynced(), "a panicking initial add still counts as delivered")
+		stop()
+	})
+	goleak.VerifyNone(t)
+}
+
+// TestP4_RemovalEndsThePauseAfterAPanic: a handler removed while delivery
+// pauses after its panic is not called again, and its goroutine ends at once.
+func TestP4_RemovalEndsThePauseAfterAPanic(t *testing.T) {
+	setReallyCrash(t, false)
+	synctest.Test(t, func(t *testing.T) {
+		p := newListenerTestProcessor(0)
+		r := &listenerTestRecorder{panicOn: "add ns/a@1 false"}
+		l := p.listen(r)
+		stop := p.start()
+		p.upsert(newTestPod("ns", "a", "1"))
+		p.upsert(newTestPod("ns", "b", "1"))
+		synctest.Wait()
+		l.shutdown()
+		<-l.ShutdownChan()
+		assert.Equal(t, []string{"add ns/a@1 false"}, r.got())
 		stop()
 	})
 	goleak.VerifyNone(t)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"path"
 	"reflect"
 	"runtime"
 	"strings"
@@ -255,9 +256,11 @@ func expectedGVKOf(expectedType interface{}) *schema.GroupVersionKind {
 var reflectorPackage = reflect.TypeOf(Reflector{}).PkgPath()
 
 // reflectorCallSite names a reflector after the first caller outside this
-// package, as a short "path/file.go:line". A reflector built on a goroutine
-// that started inside this package (an informer's Run) has no such caller;
-// it is named after the innermost frame instead.
+// package, as "path/file.go:line" with client-go's trimming of the path. A
+// reflector built on a goroutine that started inside this package (an
+// informer's Run) has no such caller; it is named after the innermost
+// frame instead, this package's own line, as client-go's are when it is
+// built from the module cache.
 func reflectorCallSite() string {
 	pcs := make([]uintptr, 16)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
@@ -268,7 +271,7 @@ func reflectorCallSite() string {
 			first = f
 		}
 		if f.File != "" && !inReflectorPackage(f.Function) && !strings.HasPrefix(f.Function, "runtime.") {
-			return fmt.Sprintf("%s:%d", shortSourcePath(f.File), f.Line)
+			return callSiteName(f)
 		}
 		if !more {
 			break
@@ -277,7 +280,7 @@ func reflectorCallSite() string {
 	if first.File == "" {
 		return "????"
 	}
-	return fmt.Sprintf("%s:%d", shortSourcePath(first.File), first.Line)
+	return callSiteName(first)
 }
 
 func inReflectorPackage(function string) bool {
@@ -285,15 +288,45 @@ func inReflectorPackage(function string) bool {
 	return ok && strings.HasPrefix(rest, ".")
 }
 
-// shortSourcePath drops the GOPATH, module cache or vendor prefix of a
-// source path.
-func shortSourcePath(file string) string {
-	for _, marker := range []string{"/vendor/", "/src/", "/pkg/mod/"} {
-		if i := strings.LastIndex(file, marker); i >= 0 {
-			return file[i+len(marker):]
-		}
+// callSiteName is "path:line" for a frame. The path is trimmed as client-go
+// trims it; a path with none of the prefixes it knows (a checkout outside
+// GOPATH, say /home/ci/src-less/cache/reflector.go) is written as the
+// frame's package import path and file name instead, so that no build
+// machine's directory reaches the logs.
+func callSiteName(f runtime.Frame) string {
+	file, ok := trimSourcePrefix(f.File)
+	if !ok {
+		file = framePackage(f.Function) + "/" + path.Base(f.File)
 	}
-	return file
+	return fmt.Sprintf("%s:%d", file, f.Line)
+}
+
+// trimSourcePrefix drops what precedes a source path's import path the way
+// client-go's reflector names do (k8s.io/apimachinery/pkg/util/naming):
+// everything up to the last "/vendor/" or "/src/", else up to the last
+// "/pkg/", keeping "pkg/" (module cache paths read "pkg/mod/...").
+func trimSourcePrefix(file string) (string, bool) {
+	if i := strings.LastIndex(file, "/vendor/"); i >= 0 {
+		return file[i+len("/vendor/"):], true
+	}
+	if i := strings.LastIndex(file, "/src/"); i >= 0 {
+		return file[i+len("/src/"):], true
+	}
+	if i := strings.LastIndex(file, "/pkg/"); i >= 0 {
+		return file[i+1:], true
+	}
+	return file, false
+}
+
+// framePackage is the import path of a frame's function, as
+// runtime.Frame.Function spells it ("example.com/a/b.(*T).M" is
+// "example.com/a/b").
+func framePackage(function string) string {
+	slash := strings.LastIndex(function, "/")
+	if dot := strings.Index(function[slash+1:], "."); dot >= 0 {
+		return function[:slash+1+dot]
+	}
+	return function
 }
 
 // setWatchErrorHandler replaces the handler Run reports failures to.
@@ -359,6 +392,9 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	for {
 		if ctx.Err() != nil && act.Abandoned() {
 			return nil
+		}
+		if act.Report != nil {
+			utilruntime.HandleErrorWithContext(ctx, act.Report, "Reflector input is faulty", "reflector", r.name, "type", r.typeDescription)
 		}
 		if act.Note != nil {
 			run.note(act)

@@ -232,6 +232,22 @@ func reflectorDiffScenarios() []reflectorScenario {
 				watchStep(nil, reflectorEvent(watch.Added, "c", "6")),
 			}
 		}},
+		{name: "watch-list closed without its bookmark once, late", steps: func() []reflectorStep {
+			late := watchStep(nil, reflectorEvent(watch.Added, "a", "1"))
+			late.advance = 2 * time.Minute
+			return []reflectorStep{
+				late,
+				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("5", true)),
+				watchStep(nil, reflectorEvent(watch.Added, "c", "6")),
+			}
+		}},
+		{name: "watch-list closed early without its bookmark, many times", steps: func() []reflectorStep {
+			var steps []reflectorStep
+			for range 5 {
+				steps = append(steps, watchStep(nil, reflectorEvent(watch.Added, "a", "1")))
+			}
+			return append(steps, watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("5", true)))
+		}},
 		{name: "watch-list after relist", steps: func() []reflectorStep {
 			return []reflectorStep{
 				watchStep(nil, reflectorEvent(watch.Added, "a", "1"), reflectorBookmark("20", true), reflectorErrorEvent(reflectorExpired())),

@@ -20,4 +20,5 @@ func (reflectorNameTestStore) Resync() error                       { return nil 
 func TestF2_DefaultNameIsCallerLine(t *testing.T) {
 	r := cache.NewReflector(&cache.ListWatch{}, nil, reflectorNameTestStore{}, 0)
 	assert.True(t, strings.HasSuffix(r.Name(), "reflector_external_test.go:21"), r.Name())
+	assert.False(t, strings.HasPrefix(r.Name(), "/"), "no build machine path: %s", r.Name())
 }

@@ -253,7 +253,7 @@ func (run *reflectorRun) watch(act reflectorfsm.Action) reflectorfsm.Input {
 		}
 	}
 	if err == nil {
-		_, err = run.consume(start, storeEventSink{r}, false)
+		_, err = run.consume(start, storeEventSink{r}, false, 0)
 		run.stopWatch()
 	}
 	if err == errReflectorStopped {
@@ -273,10 +273,10 @@ func (run *reflectorRun) openWatch(opts metav1.ListOptions) (startErr, err error
 	r := run.r
 	var opened openedWatch
 	if run.resyncTimer == nil {
-		opened.w, opened.err = r.listerWatcher.WatchWithContext(run.ctx, opts)
+		opened.w, opened.err = openedOrError(r.listerWatcher.WatchWithContext(run.ctx, opts))
 	} else {
 		opened, err = aside(run, true, func() openedWatch {
-			w, err := r.listerWatcher.WatchWithContext(run.ctx, opts)
+			w, err := openedOrError(r.listerWatcher.WatchWithContext(run.ctx, opts))
 			return openedWatch{w, err}
 		}, openedWatch.stop)
 	}
@@ -291,6 +291,19 @@ func (run *reflectorRun) openWatch(opts metav1.ListOptions) (startErr, err error
 	}
 	run.w = opened.w
 	return nil, nil
+}
+
+// errNilWatch is the error of a Watch that returned neither a watch nor an
+// error, where client-go dereferences the nil watch and crashes.
+var errNilWatch = errors.New("the ListerWatcher's Watch returned neither a watch nor an error")
+
+// openedOrError turns Watch's (nil, nil) into errNilWatch, a failed watch
+// like any other: ListAndWatch returns it and Run backs off.
+func openedOrError(w watch.Interface, err error) (watch.Interface, error) {
+	if w == nil && err == nil {
+		return nil, errNilWatch
+	}
+	return w, err
 }
 
 // openedWatch is the answer to a watch request.
@@ -365,12 +378,17 @@ type eventSink interface {
 
 var errReflectorStopped = errors.New("reflector stopped")
 
+// errQuietStream ends a watch-list stream that went its patience without
+// an event.
+var errQuietStream = errors.New("watch-list stream quiet without its end bookmark")
+
 // consume reads events from run.w into sink until the channel closes, an
 // error arrives, ctx ends (errReflectorStopped) or, with untilSynced, the
-// end-of-initial-events bookmark is applied (synced is then true).
-func (run *reflectorRun) consume(start time.Time, sink eventSink, untilSynced bool) (synced bool, err error) {
+// end-of-initial-events bookmark is applied (synced is then true) or no
+// event came for patience (errQuietStream; zero waits forever).
+func (run *reflectorRun) consume(start time.Time, sink eventSink, untilSynced bool, patience time.Duration) (synced bool, err error) {
 	r := run.r
-	warn := newInitialEventsWarning(run.logger, r.name, r.clock, start, untilSynced)
+	warn := newInitialEventsWarning(run.logger, r.name, r.clock, start, untilSynced, patience)
 	defer warn.stop()
 	pastInitialAdds := false
 	count := 0
@@ -383,7 +401,9 @@ func (run *reflectorRun) consume(start time.Time, sink eventSink, untilSynced bo
 				return false, err
 			}
 		case <-warn.c():
-			warn.check()
+			if warn.check() {
+				return false, errQuietStream
+			}
 		case event, ok := <-run.w.ResultChan():
 			if !ok {
 				if reflectorfsm.IsVeryShortWatch(r.clock.Since(start), count) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -510,8 +512,23 @@ func TestF2_DefaultNameSkipsThisPackage(t *testing.T) {
 	assert.False(t, inReflectorPackage("github.com/openinformer/cache_test.TestX"))
 	assert.True(t, inReflectorPackage("github.com/openinformer/cache.NewReflector"))
 	assert.False(t, inReflectorPackage("github.com/openinformer/cachex.F"))
-	assert.Equal(t, "k8s.io/x/y.go", shortSourcePath("/root/go/pkg/mod/k8s.io/x/y.go"))
-	assert.Equal(t, "a/b.go", shortSourcePath("/go/src/a/b.go"))
+}
+
+// TestF2_NamePathTrimmedAsClientGo: paths are trimmed by client-go's rules
+// (k8s.io/apimachinery/pkg/util/naming): after the last /vendor/ or /src/,
+// else from the last /pkg/ on; a path with none of them is named by the
+// frame's import path, never by the build machine's directory.
+func TestF2_NamePathTrimmedAsClientGo(t *testing.T) {
+	for _, tc := range []struct{ file, function, want string }{
+		{"/root/go/pkg/mod/k8s.io/client-go@v0.37.2/tools/cache/reflector.go", "k8s.io/client-go/tools/cache.NewReflectorWithOptions", "pkg/mod/k8s.io/client-go@v0.37.2/tools/cache/reflector.go:7"},
+		{"/go/src/k8s.io/kubernetes/vendor/k8s.io/client-go/informers/factory.go", "k8s.io/client-go/informers.(*sharedInformerFactory).Start.func1", "k8s.io/client-go/informers/factory.go:7"},
+		{"/home/me/go/src/example.com/app/main.go", "main.main", "example.com/app/main.go:7"},
+		{"/work/checkout/reflector.go", "github.com/openinformer/cache.NewReflectorWithOptions", "github.com/openinformer/cache/reflector.go:7"},
+		{"/work/checkout/informers/factory.go", "github.com/openinformer/cache/informers.(*factory).Start.func1", "github.com/openinformer/cache/informers/factory.go:7"},
+		{"/home/me/app/main.go", "main.main", "main/main.go:7"},
+	} {
+		assert.Equal(t, tc.want, callSiteName(goruntime.Frame{File: tc.file, Function: tc.function, Line: 7}), tc.file)
+	}
 }
 
 func TestF1_NamespaceKeyedIndexerAndReflector(t *testing.T) {
@@ -526,12 +543,21 @@ func TestF1_NamespaceKeyedIndexerAndReflector(t *testing.T) {
 	assert.Len(t, got, 1)
 }
 
+// TestF2_NameOfReflectorBuiltOnOwnGoroutine: with no caller outside this
+// package the name is this package's own line (client-go's is its own
+// reflector.go line in module-cache builds), and never an absolute path.
 func TestF2_NameOfReflectorBuiltOnOwnGoroutine(t *testing.T) {
 	names := make(chan string, 1)
 	go reflectorBuildOnGoroutine(names)
 	name := <-names
 	assert.NotContains(t, name, "runtime/")
-	assert.Contains(t, name, "reflector.go:")
+	assert.False(t, strings.HasPrefix(name, "/"), "no build machine path: %s", name)
+	_, file, _, _ := goruntime.Caller(0)
+	if _, trimmed := trimSourcePrefix(file); !trimmed {
+		assert.Regexp(t, `^github\.com/openinformer/cache/reflector\.go:\d+$`, name)
+	} else {
+		assert.Regexp(t, `reflector\.go:\d+$`, name)
+	}
 }
 
 // reflectorBuildOnGoroutine stands for an informer's Run: a goroutine whose

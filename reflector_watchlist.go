@@ -19,22 +19,26 @@ func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 	r := run.r
 	run.streamed = nil
 	start := r.clock.Now()
-	w, err := r.listerWatcher.WatchWithContext(run.ctx, act.Options)
+	w, err := openedOrError(r.listerWatcher.WatchWithContext(run.ctx, act.Options))
 	if err != nil {
 		run.logWatchListRetry(err)
 		return reflectorfsm.WatchListDone{Err: err}
 	}
 	run.w = w
 	buf := newStreamBuffer(run.r.store)
-	synced, err := run.consume(start, buf, true)
+	synced, err := run.consume(start, buf, true, act.Patience)
 	switch {
 	case err == errReflectorStopped:
 		run.stopWatch()
 		return nil
+	case err == errQuietStream:
+		run.stopWatch()
+		run.logger.Info("Warning: watch-list stream went quiet without the bookmark that ends its initial events; ending it", "reflector", r.name, "type", r.typeDescription, "quietFor", act.Patience)
+		return reflectorfsm.WatchListDone{Quiet: true, Lasted: r.clock.Since(start)}
 	case err != nil || !synced:
 		run.stopWatch()
 		run.logWatchListRetry(err)
-		return reflectorfsm.WatchListDone{Err: err}
+		return reflectorfsm.WatchListDone{Err: err, Lasted: r.clock.Since(start)}
 	}
 	run.streamed = buf
 	return reflectorfsm.WatchListDone{Synced: true, ResourceVersion: buf.rv}
@@ -286,8 +290,9 @@ func (b *watchListBuffer) finish() []interface{} {
 }
 
 // initialEventsWarning logs every 10s while a watch-list stream has not yet
-// delivered its end bookmark, so a stalled initial sync is visible. It is
-// inert for plain watches and for clocks without tickers.
+// delivered its end bookmark, so a stalled initial sync is visible, and
+// tells when the stream has been quiet for its patience. It is inert for
+// plain watches and for clocks without tickers.
 type initialEventsWarning struct {
 	ticker    clock.Ticker
 	clock     clock.Clock
@@ -295,12 +300,15 @@ type initialEventsWarning struct {
 	name      string
 	start     time.Time
 	lastEvent time.Time
+	// patience is how long the stream may go without an event (counted
+	// from start before the first one); zero waits forever.
+	patience time.Duration
 }
 
 const initialEventsWarnEvery = 10 * time.Second
 
-func newInitialEventsWarning(logger klog.Logger, name string, c clock.Clock, start time.Time, active bool) *initialEventsWarning {
-	w := &initialEventsWarning{clock: c, logger: logger, name: name, start: start}
+func newInitialEventsWarning(logger klog.Logger, name string, c clock.Clock, start time.Time, active bool, patience time.Duration) *initialEventsWarning {
+	w := &initialEventsWarning{clock: c, logger: logger, name: name, start: start, patience: patience}
 	if !active {
 		return w
 	}
@@ -327,7 +335,16 @@ func (w *initialEventsWarning) stop() {
 
 func (w *initialEventsWarning) observe(t time.Time) { w.lastEvent = t }
 
-func (w *initialEventsWarning) check() {
+// check logs the warning that is due and reports whether the stream has
+// been quiet for its patience.
+func (w *initialEventsWarning) check() (quiet bool) {
+	last := w.lastEvent
+	if last.IsZero() {
+		last = w.start
+	}
+	if w.patience > 0 && w.clock.Since(last) >= w.patience {
+		return true
+	}
 	var err error
 	switch {
 	case w.lastEvent.IsZero():
@@ -338,4 +355,5 @@ func (w *initialEventsWarning) check() {
 	if err != nil {
 		w.logger.Info("Warning: event bookmark expired", "err", err)
 	}
+	return false
 }

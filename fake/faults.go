@@ -69,6 +69,41 @@ func takeFault(faults *[]faultRun) error {
 	return err
 }
 
+// streamFaults are the faults of a misbehaving server rather than of a
+// failing request. Guarded by the server's mu.
+type streamFaults struct {
+	dropInitialEventsEnd bool
+	nilWatches           int
+}
+
+// DropInitialEventsEnd makes watch-list streams (sendInitialEvents=true) leave out the bookmark
+// annotated k8s.io/initial-events-end, as an aggregated API server or a proxy that drops it does
+// (kubernetes#140890): the stream carries the initial ADDED events and then live events, and a
+// client waiting for the bookmark never syncs. DropInitialEventsEnd(false) sends it again.
+func (s *Server) DropInitialEventsEnd(drop bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropInitialEventsEnd = drop
+}
+
+// ReturnNilWatches makes the next n WATCH requests return a nil watch.Interface and a nil error,
+// as a broken ListerWatcher may; client-go's Reflector then dereferences the nil watch. The
+// request is recorded. Calls add up.
+func (s *Server) ReturnNilWatches(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nilWatches += max(n, 0)
+}
+
+// takeNilWatch reports whether this watch request returns (nil, nil). Called with mu held.
+func (s *Server) takeNilWatch() bool {
+	if s.nilWatches == 0 {
+		return false
+	}
+	s.nilWatches--
+	return true
+}
+
 // CloseWatches ends every open watch now, like a dropped connection: the result channels close
 // and events not yet delivered are discarded (a client resumes from the last RV it saw). It
 // returns how many watches were closed.

@@ -204,3 +204,31 @@ func TestHoldEventsDelaysWithoutLoss(t *testing.T) {
 	s.CloseWatches()
 	requireClosed(t, w)
 }
+
+func TestDropInitialEventsEnd(t *testing.T) {
+	s, _ := newFakeTestServer(t, Options{})
+	mustCreate(t, s, fakeTestPod("ns", "a"))
+	s.DropInitialEventsEnd(true)
+	streaming := metav1.ListOptions{SendInitialEvents: ptrTo(true), AllowWatchBookmarks: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	w := startWatch(t, s, streaming)
+	assert.Equal(t, "ADDED a@2", eventSummary(nextEvent(t, w)))
+	mustCreate(t, s, fakeTestPod("ns", "b"))
+	assert.Equal(t, "ADDED b@3", eventSummary(nextEvent(t, w)), "live events follow the initial ones, with no bookmark between")
+
+	s.DropInitialEventsEnd(false)
+	w = startWatch(t, s, streaming)
+	assert.Equal(t, []string{"ADDED a@2", "ADDED b@3", "BOOKMARK @3"}, nextSummaries(t, w, 3))
+}
+
+func TestReturnNilWatches(t *testing.T) {
+	s, _ := newFakeTestServer(t, Options{})
+	s.ReturnNilWatches(2)
+	for range 2 {
+		w, err := s.Watch(metav1.ListOptions{})
+		assert.Nil(t, w)
+		assert.NoError(t, err)
+	}
+	w := startWatch(t, s, metav1.ListOptions{})
+	assert.NotNil(t, w)
+	assert.Len(t, s.Requests(), 3, "nil watches are recorded")
+}

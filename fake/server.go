@@ -87,7 +87,8 @@ type Server struct {
 	watchers    map[*watcher]struct{}
 	listFaults  []faultRun
 	watchFaults []faultRun
-	requests    []Request
+	streamFaults
+	requests []Request
 
 	gateMu sync.Mutex
 	gate   chan struct{} // non-nil while event delivery is held; closed on release

@@ -27,6 +27,9 @@ func (s *Server) watch(ctx context.Context, ns string, o metav1.ListOptions) (wa
 	if err := takeFault(&s.watchFaults); err != nil {
 		return nil, err
 	}
+	if s.takeNilWatch() {
+		return nil, nil
+	}
 	o.Watch = true
 	q, err := s.parseQuery(ns, o)
 	if err != nil {
@@ -74,7 +77,7 @@ func (s *Server) watchStartLocked(w *watcher, o metav1.ListOptions) ([]watch.Eve
 			w.threshold = s.rv
 		}
 		events := s.stateEventsLocked(w.q)
-		if o.AllowWatchBookmarks {
+		if o.AllowWatchBookmarks && !s.dropInitialEventsEnd {
 			events = append(events, watch.Event{Type: watch.Bookmark, Object: s.bookmarkObject(s.rv, true)})
 		}
 		return events, nil

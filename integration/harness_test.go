@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/integration/apiserver"
@@ -61,6 +62,7 @@ func startInformer(t *testing.T, srv *apiserver.Server, impl implementation) *in
 type informerSetup struct {
 	labelSelector string                                      // server-side filter
 	configure     func(clientcache.SharedIndexInformer) error // runs before Run
+	config        *rest.Config                                // client config; nil: the server's
 }
 
 // startInformerWith is startInformer with a label selector and a setup step
@@ -68,7 +70,11 @@ type informerSetup struct {
 func startInformerWith(t *testing.T, srv *apiserver.Server, impl implementation, setup informerSetup) *informerRun {
 	t.Helper()
 	probe := newTrafficProbe()
-	client, err := dynamic.NewForConfig(probe.wrap(srv.Config()))
+	config := setup.config
+	if config == nil {
+		config = srv.Config()
+	}
+	client, err := dynamic.NewForConfig(probe.wrap(config))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ package reflectorfsm
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,20 @@ const veryShortWatch = time.Second
 // internalErrorQuietReset is how long without internal errors starts a new
 // retry window for them.
 const internalErrorQuietReset = time.Minute
+
+// EndBookmarkPatience is how long a watch-list stream may go without any
+// event before its end-of-initial-events bookmark counts as missing. A
+// server sends the initial events as one burst with the bookmark right
+// behind it, so a quiet minute means the bookmark is not coming (an
+// aggregated API server or a proxy that drops it). A stream that closes
+// cleanly, without the bookmark, after at least this long counts the same.
+const EndBookmarkPatience = time.Minute
+
+// missedBookmarksLimit is how many watch-list streams in a row may miss
+// their end bookmark before the reflector lists and watches instead, for
+// good. One miss may be a proxy's stall; two are a server that does not
+// send it.
+const missedBookmarksLimit = 2
 
 // Config is fixed for the lifetime of a Machine.
 type Config struct {
@@ -83,6 +98,12 @@ type Action struct {
 	Err error
 	// Note is an error worth logging that does not change the result.
 	Note error
+	// Report is a fault of the server or the ListerWatcher, to report
+	// through HandleError before the action; it is set once per fault.
+	Report error
+	// Patience is, for WatchList, how long the stream may go without an
+	// event before the caller ends it and reports WatchListDone.Quiet.
+	Patience time.Duration
 }
 
 // Abandoned reports whether a stop requested before the action starts
@@ -112,11 +133,15 @@ type ListDone struct {
 
 // WatchListDone reports a watch-list attempt: a failure to open the stream
 // or an error on it (Err), a close before the end bookmark (neither), or the
-// end bookmark at ResourceVersion (Synced).
+// end bookmark at ResourceVersion (Synced). Quiet reports a stream the
+// caller ended after Action.Patience without an event; Lasted is how long
+// the stream was open.
 type WatchListDone struct {
 	Err             error
 	Synced          bool
 	ResourceVersion string
+	Quiet           bool
+	Lasted          time.Duration
 }
 
 // Replaced reports the store's Replace; Err is already worded for the user.
@@ -166,6 +191,15 @@ type Machine struct {
 	pendingRV        string
 	propagateRV      bool
 	internalRetry    Deadline
+
+	// missedBookmarks counts watch-list streams since the last sync that
+	// ended without their end bookmark; at missedBookmarksLimit,
+	// watchListOff turns streaming off for the machine's lifetime.
+	missedBookmarks int
+	watchListOff    bool
+	// badRVReported is set once a resource version that is not a number
+	// was reported.
+	badRVReported bool
 }
 
 // New returns a Machine that has synced nothing yet.
@@ -217,7 +251,7 @@ func (m *Machine) Step(in Input) Action {
 func (m *Machine) begin(in Begin) Action {
 	m.internalRetry = Deadline{MaxRetry: in.MaxInternalErrorRetry, MinReset: internalErrorQuietReset}
 	m.pageSizeOverride = in.PageSize
-	if m.cfg.UseWatchList {
+	if m.cfg.UseWatchList && !m.watchListOff {
 		return m.watchList()
 	}
 	return m.list()
@@ -235,7 +269,7 @@ func (m *Machine) watchList() Action {
 		SendInitialEvents:    ptr.To(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		TimeoutSeconds:       m.watchTimeout(),
-	}}
+	}, Patience: EndBookmarkPatience}
 }
 
 func (m *Machine) watchListDone(in WatchListDone) Action {
@@ -243,9 +277,12 @@ func (m *Machine) watchListDone(in WatchListDone) Action {
 	switch {
 	case in.Synced:
 		m.rvUnavailable = false
+		m.missedBookmarks = 0
 		m.phase = phaseReplaceWatchList
 		m.pendingRV = in.ResourceVersion
-		return Action{Kind: Replace, ResourceVersion: in.ResourceVersion}
+		return Action{Kind: Replace, ResourceVersion: in.ResourceVersion, Report: m.checkRV(in.ResourceVersion)}
+	case in.Quiet || (class == ClassNone && in.Lasted >= EndBookmarkPatience):
+		return m.missedBookmark()
 	case class == ClassNone:
 		return m.watchList()
 	case class.retriable():
@@ -260,6 +297,35 @@ func (m *Machine) watchListDone(in WatchListDone) Action {
 		a.Note = in.Err
 		return a
 	}
+}
+
+// missedBookmark counts a watch-list stream that missed its end bookmark:
+// streaming is tried again until the limit, then turned off for good and
+// the reason reported.
+func (m *Machine) missedBookmark() Action {
+	m.missedBookmarks++
+	if m.missedBookmarks < missedBookmarksLimit {
+		return m.watchList()
+	}
+	m.watchListOff = true
+	a := m.list()
+	a.Report = fmt.Errorf("%d watch-list streams of %v in a row went %v without an event or closed without the bookmark that ends their initial events (annotation %s); listing and watching instead from now on",
+		m.missedBookmarks, m.cfg.TypeDescription, EndBookmarkPatience, metav1.InitialEventsAnnotationKey)
+	return a
+}
+
+// checkRV reports, once, a resource version that is neither empty nor a
+// number: API servers send decimal numbers, and a watch from anything else
+// fails. The version is still used as given, as client-go does.
+func (m *Machine) checkRV(rv string) error {
+	if rv == "" || m.badRVReported {
+		return nil
+	}
+	if _, err := strconv.ParseUint(rv, 10, 64); err == nil {
+		return nil
+	}
+	m.badRVReported = true
+	return fmt.Errorf("the list of %v has resourceVersion %q, which is not a version the API server issues; watching from it anyway", m.cfg.TypeDescription, rv)
 }
 
 // list starts the LIST path. The page size chosen here also serves the one
@@ -310,7 +376,7 @@ func (m *Machine) listDone(in ListDone) Action {
 	m.rvUnavailable = false
 	m.phase = phaseReplaceList
 	m.pendingRV = in.ResourceVersion
-	return Action{Kind: Replace, ResourceVersion: in.ResourceVersion}
+	return Action{Kind: Replace, ResourceVersion: in.ResourceVersion, Report: m.checkRV(in.ResourceVersion)}
 }
 
 func (m *Machine) replaced(in Replaced) Action {

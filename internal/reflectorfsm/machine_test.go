@@ -342,3 +342,16 @@ func TestStepRejectsUnknownInput(t *testing.T) {
 	assert.Equal(t, Return, a.Kind)
 	assert.Error(t, a.Err)
 }
+
+// TestF9_EndBookmarkPatienceOnEveryWatchList: every watch-list request
+// tells the caller how long a stream may stay quiet.
+func TestF9_EndBookmarkPatienceOnEveryWatchList(t *testing.T) {
+	m := newTestMachine(true)
+	a := m.Step(Begin{})
+	require.Equal(t, WatchList, a.Kind)
+	assert.Equal(t, EndBookmarkPatience, a.Patience)
+	a = m.Step(WatchListDone{Quiet: true})
+	require.Equal(t, WatchList, a.Kind)
+	assert.Equal(t, EndBookmarkPatience, a.Patience)
+	assert.Nil(t, a.Report, "one miss is not reported")
+}

@@ -24,7 +24,7 @@ import (
 //
 //	begin [pagesize=N] [maxinternal=DURATION]
 //	list-done [rv=RV] [paginated] [err=CLASS]
-//	watchlist-done [synced rv=RV] [err=CLASS]
+//	watchlist-done [synced rv=RV] [err=CLASS] [quiet] [lasted=DURATION]
 //	replaced [err=CLASS]
 //	watch-start-failed err=CLASS
 //	watch-ended [err=CLASS] [at=DURATION]
@@ -83,7 +83,13 @@ func stepScript(t *testing.T, m *Machine, line string, start time.Time) string {
 	case "list-done":
 		in = ListDone{Err: errOf(), ResourceVersion: args["rv"], Paginated: has("paginated")}
 	case "watchlist-done":
-		in = WatchListDone{Err: errOf(), Synced: has("synced"), ResourceVersion: args["rv"]}
+		d := WatchListDone{Err: errOf(), Synced: has("synced"), ResourceVersion: args["rv"], Quiet: has("quiet")}
+		if v, ok := args["lasted"]; ok {
+			lasted, err := time.ParseDuration(v)
+			require.NoError(t, err)
+			d.Lasted = lasted
+		}
+		in = d
 	case "replaced":
 		in = Replaced{Err: errOf()}
 	case "watch-start-failed":
@@ -163,6 +169,9 @@ func renderAction(a Action) string {
 	}
 	if a.Note != nil {
 		fmt.Fprintf(&b, " note=%q", a.Note.Error())
+	}
+	if a.Report != nil {
+		fmt.Fprintf(&b, " report=%q", a.Report.Error())
 	}
 	return b.String()
 }
