@@ -77,8 +77,7 @@
 // # Beyond client-go
 //
 // SharedIndexInformerOptions adds fields client-go lacks; each one's zero
-// value keeps client-go's behaviour, except that a handler lagging by more
-// than ten seconds is logged (SlowHandlerThreshold). Three watch the
+// value keeps client-go's behaviour, log lines included. Three watch the
 // handlers: per-handler lag metrics (HandlerMetricsProvider), a log warning
 // naming a handler whose oldest pending notification is too old
 // (SlowHandlerThreshold), and an opt-in bound on each handler's backlog

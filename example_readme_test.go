@@ -117,10 +117,10 @@ func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInforme
 		ObjectDescription:       "",                              // reflector logs name the example object's type
 		Identifier:              cache.InformerNameAndResource{}, // no informer metrics
 		InformerMetricsProvider: nil,                             // the process-wide one (SetInformerMetricsProvider)
-		// openinformer's: each zero value behaves like client-go, but for SlowHandlerThreshold
+		// openinformer's: each zero value behaves like client-go, log lines included
 		MaxPendingNotificationsPerHandler: 0,     // backlogs unbounded
 		HandlerMetricsProvider:            nil,   // the process-wide one (SetHandlerMetricsProvider), by default none
-		SlowHandlerThreshold:              0,     // 10 s: log a handler lagging longer (client-go never logs; negative: never)
+		SlowHandlerThreshold:              0,     // no lag warning; cache.DefaultSlowHandlerThreshold (10 s) turns it on
 		StripManagedFields:                false, // objects cached with their managedFields
 		Compact:                           nil,   // objects cached decoded
 	})

@@ -22,12 +22,14 @@ import (
 // handlers never wait for each other, and a listener never takes a lock of
 // the informer.
 
+// DefaultSlowHandlerThreshold is a SlowHandlerThreshold for a controller
+// that wants lagging handlers logged: a handler that keeps up never has a
+// notification pending this long.
+const DefaultSlowHandlerThreshold = 10 * time.Second
+
 const (
 	// minimumResyncPeriod is the smallest per-handler resync period honoured.
 	minimumResyncPeriod = time.Second
-	// defaultSlowHandlerThreshold is how old the oldest pending notification
-	// of a handler may get before the handler is reported as lagging.
-	defaultSlowHandlerThreshold = 10 * time.Second
 	// slowHandlerWarnInterval rate-limits the lagging-handler warning per handler.
 	slowHandlerWarnInterval = time.Minute
 )

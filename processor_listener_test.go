@@ -88,7 +88,7 @@ func newListenerTestProcessor(limit int) *listenerTestProcessor {
 	p := newSharedProcessor(&listenerConfig{
 		keyFunc:       DeletionHandlingMetaNamespaceKeyFunc,
 		backlogLimit:  limit,
-		slowThreshold: defaultSlowHandlerThreshold,
+		slowThreshold: DefaultSlowHandlerThreshold,
 	})
 	return &listenerTestProcessor{sharedProcessor: p, store: store, lock: lock}
 }

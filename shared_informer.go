@@ -18,10 +18,8 @@ import (
 
 // SharedIndexInformerOptions configures NewSharedIndexInformerWithOptions.
 // The fields up to InformerMetricsProvider are client-go's; those after it
-// are openinformer's, and their zero values behave like client-go, except
-// SlowHandlerThreshold: 0 means 10 s, so a handler whose oldest pending
-// notification is older than that is logged (client-go logs nothing); set
-// it negative for client-go's silence.
+// are openinformer's, and each one's zero value behaves like client-go,
+// log lines included.
 type SharedIndexInformerOptions struct {
 	// ResyncPeriod is the default handler resync period and the initial
 	// resync check period; 0 means no resyncs.
@@ -68,8 +66,9 @@ type SharedIndexInformerOptions struct {
 	HandlerMetricsProvider HandlerMetricsProvider
 	// SlowHandlerThreshold is how old a handler's oldest pending
 	// notification may get before a warning naming the handler is logged
-	// (at most once a minute per handler). 0 (the default) means 10 s;
-	// negative disables the warning.
+	// (at most once a minute per handler). 0 (the default) or a negative
+	// value logs nothing, as client-go does; DefaultSlowHandlerThreshold is
+	// a threshold that a handler keeping up never reaches.
 	SlowHandlerThreshold time.Duration
 	// StripManagedFields drops metadata.managedFields from every object
 	// before it is cached, after the transform set with SetTransform, for
@@ -124,15 +123,11 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		defaultResync:     options.ResyncPeriod,
 		stripFields:       options.StripManagedFields,
 	}
-	slow := options.SlowHandlerThreshold
-	if slow == 0 {
-		slow = defaultSlowHandlerThreshold
-	}
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
 		keyFunc:       informerKeyFunc,
 		backlogLimit:  options.MaxPendingNotificationsPerHandler,
-		slowThreshold: slow,
+		slowThreshold: options.SlowHandlerThreshold,
 		metrics:       options.HandlerMetricsProvider,
 		id:            options.Identifier,
 	})
