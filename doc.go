@@ -101,9 +101,8 @@
 // own methods, never across the hand-over of changes: a batch is written,
 // the lock released, and only then are the changes distributed. A listener's goroutine takes only its own listener's lock,
 // never one of the informer: a collapsed backlog is resolved from the
-// notifications it recorded, not from the cache. A MembershipInformer adds two
-// locks outside all of these: a handler's switch lock (held while that handler
-// runs), then the MembershipInformer's own, never the other way round. Each
+// notifications it recorded, not from the cache (package sharding's
+// MembershipInformer takes its own locks outside all of these). Each
 // locking type's doc comment says what its locks guard.
 //
 // # Testing

@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"sync"
@@ -14,13 +14,13 @@ type shardWatch struct {
 	out   chan watch.Event
 	stop  chan struct{}
 	once  sync.Once
-	shard *ShardedListWatch
+	shard *ListWatch
 	// requested is the shard the request asked for; an event outside it shows that the
 	// server does not filter, while one only outside a since narrowed shard does not.
 	requested *shardFilter
 }
 
-func newShardWatch(in watch.Interface, shard *ShardedListWatch, requested *shardFilter) *shardWatch {
+func newShardWatch(in watch.Interface, shard *ListWatch, requested *shardFilter) *shardWatch {
 	w := &shardWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{}), shard: shard, requested: requested}
 	go w.run()
 	return w
