@@ -37,8 +37,8 @@ import (
 // options are the command-line settings.
 type options struct {
 	dir, modfile, ref, refModule, refVersion, pkg string
-	skip                                 *regexp.Regexp
-	min                                  float64
+	skip                                          *regexp.Regexp
+	min                                           float64
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
