@@ -11,7 +11,7 @@ PKGS        := ./...
 NEXT_GO     := GOTOOLCHAIN=go1.27.3 $(GO)
 NEXT_FLAGS  := -modfile=go.next.mod -tags clientgo_v038
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next api-newest test-next depcheck integration integration-lint prometheus memratio demo-sharded
+.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next api-newest test-next depcheck depcheck-next integration integration-lint prometheus memratio demo-sharded
 
 all: test
 
@@ -89,6 +89,11 @@ api-newest:
 ## version than a module requiring only client-go (used by CI).
 depcheck:
 	$(GO) run ./internal/cmd/depcheck
+
+## depcheck-next: the same for a user who requires the next client-go minor
+## (go.next.mod's) besides openinformer (used by CI).
+depcheck-next:
+	$(NEXT_GO) run ./internal/cmd/depcheck -client-go $$($(NEXT_GO) list -modfile=go.next.mod -m -f '{{.Version}}' k8s.io/client-go)
 
 ## prometheus: vet, staticcheck and tests of the Prometheus adapter module
 ## (a nested module, so the cache module gains no dependency).
