@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache/internal/watchfilter"
 )
 
 // ListWatch is a ListerWatcher built from functions. Each method prefers the
@@ -345,7 +347,7 @@ func (s *shardedListWatch) WatchWithContext(ctx context.Context, options metav1.
 	if err != nil {
 		return nil, err
 	}
-	return newFilteredWatch(w, func(ev watch.Event) bool {
+	return watchfilter.New(w, func(ev watch.Event) bool {
 		if ev.Type == watch.Bookmark || ev.Type == watch.Error {
 			return true
 		}
@@ -371,54 +373,4 @@ func (s *shardedListWatch) logFallback(ctx context.Context) {
 	s.fellBack.Do(func() {
 		klog.FromContext(ctx).V(2).Info("Server did not apply shard selector; falling back to client-side filtering", "selector", s.selector.String())
 	})
-}
-
-// filteredWatch passes on the events keep accepts. Its goroutine is owned
-// by the watch: it ends when the wrapped watch closes or Stop is called,
-// even if nobody reads the result channel any more.
-type filteredWatch struct {
-	in   watch.Interface
-	out  chan watch.Event
-	keep func(watch.Event) bool
-	stop chan struct{}
-	once sync.Once
-}
-
-func newFilteredWatch(in watch.Interface, keep func(watch.Event) bool) *filteredWatch {
-	w := &filteredWatch{in: in, out: make(chan watch.Event), keep: keep, stop: make(chan struct{})}
-	go w.run()
-	return w
-}
-
-// ResultChan returns the kept events; it is closed when the watch ends.
-func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.out }
-
-// Stop ends the watch and the wrapped one; it may be called more than once.
-func (w *filteredWatch) Stop() {
-	w.once.Do(func() {
-		close(w.stop)
-		w.in.Stop()
-	})
-}
-
-func (w *filteredWatch) run() {
-	defer close(w.out)
-	for {
-		select {
-		case ev, ok := <-w.in.ResultChan():
-			if !ok {
-				return
-			}
-			if !w.keep(ev) {
-				continue
-			}
-			select {
-			case w.out <- ev:
-			case <-w.stop:
-				return
-			}
-		case <-w.stop:
-			return
-		}
-	}
 }
