@@ -10,12 +10,14 @@ import (
 
 // GVRSyncResult is SyncResult for informers keyed by the resource they
 // watch, as the dynamic and metadata factories key theirs (client-go
-// v0.38). Err is why waiting stopped early, nil when everything synced;
-// Synced tells, per resource, whether it synced. It is a struct of this
+// v0.38). It is a struct of this
 // package, like SyncResult, because client-go v0.37 has no such type to
 // alias.
 type GVRSyncResult struct {
-	Err    error
+	// Err is why waiting stopped, context.Cause of its context; nil when
+	// every informer synced.
+	Err error
+	// Synced maps each informer's resource to whether it synced.
 	Synced map[schema.GroupVersionResource]bool
 }
 
