@@ -10,9 +10,8 @@ import (
 
 // GVRSyncResult is SyncResult for informers keyed by the resource they
 // watch, as the dynamic and metadata factories key theirs (client-go
-// v0.38). It is a struct of this
-// package, like SyncResult, because client-go v0.37 has no such type to
-// alias.
+// v0.38). It is a struct of this package, like SyncResult, because
+// client-go v0.37 has no such type to alias.
 type GVRSyncResult struct {
 	// Err is why waiting stopped, context.Cause of its context; nil when
 	// every informer synced.
