@@ -6,8 +6,12 @@ ROUNDS      ?= 1
 CASES       ?= .
 APICHECK    := $(GO) run ./internal/cmd/apicheck -skip '^ResetInformerNamesForTesting$$'
 PKGS        := ./...
+# The next client-go minor: go.next.mod requires it, it needs Go 1.27, and
+# files that only build against it carry the clientgo_v038 build tag.
+NEXT_GO     := GOTOOLCHAIN=go1.27.3 $(GO)
+NEXT_FLAGS  := -modfile=go.next.mod -tags clientgo_v038
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next depcheck integration integration-lint prometheus memratio demo-sharded generate generate-check upstream-tests
+.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next api-newest test-next depcheck depcheck-next integration integration-lint prometheus memratio demo-sharded generate generate-check upstream-tests
 
 all: test
 
@@ -67,17 +71,34 @@ api:
 api-check:
 	@$(APICHECK) -min 100
 
-## api-next: what the newest client-go the module proxy serves (pre-releases
+## test-next: vet and every test with the race detector, built against the
+## next client-go minor (go.next.mod: v0.38.0-beta.0, Go 1.27.3), with the
+## differential tests against its tools/cache that only build there (used by CI).
+test-next:
+	$(NEXT_GO) vet $(NEXT_FLAGS) $(PKGS)
+	$(NEXT_GO) test $(NEXT_FLAGS) -race -count=1 -timeout 10m $(PKGS)
+
+## api-next: fail unless the whole exported API of the next minor's
+## tools/cache is mirrored, both built from go.next.mod (used by CI).
+api-next:
+	@$(NEXT_GO) run ./internal/cmd/apicheck -modfile go.next.mod -skip '^ResetInformerNamesForTesting$$' -min 100
+
+## api-newest: what the newest client-go the module proxy serves (pre-releases
 ## included, skipping those this Go cannot build) adds to or changes in the
 ## tools/cache API we mirror: every MISSING or MISMATCH line is work for the
-## next release. Needs the module proxy; not part of CI.
-api-next:
-	@$(APICHECK) -ref-version newest -pkg k8s.io/client-go/tools/cache
+## release after. Needs the module proxy; not part of CI.
+api-newest:
+	@$(NEXT_GO) run ./internal/cmd/apicheck -ref-version newest -pkg k8s.io/client-go/tools/cache
 
 ## depcheck: fail if a module requiring ours selects any module at another
 ## version than a module requiring only client-go (used by CI).
 depcheck:
 	$(GO) run ./internal/cmd/depcheck
+
+## depcheck-next: the same for a user who requires the next client-go minor
+## (go.next.mod's) besides openinformer (used by CI).
+depcheck-next:
+	$(NEXT_GO) run ./internal/cmd/depcheck -client-go $$($(NEXT_GO) list -modfile=go.next.mod -m -f '{{.Version}}' k8s.io/client-go)
 
 ## prometheus: vet, staticcheck and tests of the Prometheus adapter module
 ## (a nested module, so the cache module gains no dependency).

@@ -127,9 +127,9 @@
 //   - Index functions, key functions and transforms may run while the store
 //     or the queue holds its lock, as in client-go: they must not call the
 //     store, the queue or the informer.
-//   - A MembershipInformer runs each handler under that handler's own lock,
-//     so the old and new generations never overlap in one handler, and never
-//     holds its own lock while a handler runs.
+//   - Package sharding's MembershipInformer runs each handler under that
+//     handler's own lock, so the old and new generations never overlap in
+//     one handler, and never holds its own lock while a handler runs.
 //
 // The internal lock order is written where the locks are declared, starting
 // at the informer's type in shared_informer.go; each locking type's doc

@@ -79,12 +79,31 @@ func newQueueMetrics(id InformerNameAndResource, p InformerMetricsProvider) queu
 }
 
 // newStoreRVMetric returns the store resource-version gauge for id; a no-op
-// unless id is reserved.
+// unless id is reserved. With client-go v0.38 the provider is asked for it
+// at the first Set, as client-go does there, so that no 0 series is
+// published before the store holds a resource version; with v0.37 at once.
 func newStoreRVMetric(id InformerNameAndResource, p InformerMetricsProvider) GaugeMetric {
 	if !id.Reserved() {
 		return noopMetric{}
 	}
-	return metricsProviderOr(p).NewStoreResourceVersionMetric(id)
+	p = metricsProviderOr(p)
+	if clientGoV038 {
+		return &lazyGauge{newGauge: func() GaugeMetric { return p.NewStoreResourceVersionMetric(id) }}
+	}
+	return p.NewStoreResourceVersionMetric(id)
+}
+
+// lazyGauge creates its gauge at the first Set.
+type lazyGauge struct {
+	once     sync.Once
+	newGauge func() GaugeMetric
+	gauge    GaugeMetric
+}
+
+// Set creates the gauge if need be and sets it.
+func (g *lazyGauge) Set(v float64) {
+	g.once.Do(func() { g.gauge = g.newGauge() })
+	g.gauge.Set(v)
 }
 
 // ObjectErrorMetricsProvider is an optional extension of an

@@ -168,7 +168,9 @@ func (c *mutationCache) ByIndex(indexName, indexKey string) ([]interface{}, erro
 	var items []interface{}
 	seen := make(map[string]struct{}, len(keys))
 	for _, key := range keys {
-		seen[key] = struct{}{}
+		if !clientGoV038 {
+			seen[key] = struct{}{} // v0.37: even a key the indexer has no object for
+		}
 		obj, exists, err := c.indexer.GetByKey(key)
 		if err != nil {
 			return nil, err
@@ -176,6 +178,10 @@ func (c *mutationCache) ByIndex(indexName, indexKey string) ([]interface{}, erro
 		if !exists {
 			continue
 		}
+		// v0.38: only keys the indexer returned an object for hide the
+		// local writes, so one it indexes but no longer holds can come
+		// from the local writes below.
+		seen[key] = struct{}{}
 		if obj, exists = c.newestLocked(key, obj); exists {
 			items = append(items, obj)
 		}

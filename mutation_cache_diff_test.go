@@ -147,3 +147,58 @@ func TestMutationCacheHidesItsTombstones(t *testing.T) {
 	assert.Equal(t, []string{"byIndex=[*cache.tombstone] err=<nil>", "get=*cache.tombstone err=<nil>"}, views[0])
 	assert.Equal(t, []string{"byIndex=[] err=<nil>", "get=absent err=<nil>"}, views[1])
 }
+
+// staleIndexer indexes a key it no longer holds, as an indexer read between
+// a delete and its index update would.
+type staleIndexer struct {
+	Indexer
+	ghost string
+}
+
+func (s staleIndexer) GetByKey(key string) (interface{}, bool, error) {
+	if key == s.ghost {
+		return nil, false, nil
+	}
+	return s.Indexer.GetByKey(key)
+}
+
+// A key the indexer lists but holds no object for: client-go v0.37 hides a
+// local write for it from ByIndex, v0.38 returns the local write. Ours does
+// what the client-go it is built with does.
+func TestMutationCacheByIndexKeepsOnlyKeysTheIndexerReturned(t *testing.T) {
+	byName := func(obj interface{}) ([]string, error) { return []string{obj.(*v1.Pod).Name}, nil }
+	run := func(ours bool) []string {
+		var indexer Indexer
+		if ours {
+			indexer = NewIndexer(MetaNamespaceKeyFunc, Indexers{"by-name": byName})
+		} else {
+			indexer = clientcache.NewIndexer(clientcache.MetaNamespaceKeyFunc, clientcache.Indexers{"by-name": byName})
+		}
+		ghost := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod", UID: "u1", ResourceVersion: "1"}}
+		_ = indexer.Add(ghost)
+		stale := staleIndexer{Indexer: indexer, ghost: "ns/pod"}
+		var mc mutationReads
+		if ours {
+			mc = NewIntegerResourceVersionMutationCache(klog.Background(), stale, stale, time.Hour, true)
+		} else {
+			mc = clientcache.NewIntegerResourceVersionMutationCache(klog.Background(), stale, stale, time.Hour, true)
+		}
+		local := ghost.DeepCopy()
+		local.ResourceVersion = "2"
+		mc.Mutation(local)
+		items, err := mc.ByIndex("by-name", "pod")
+		assert.NoError(t, err)
+		var rvs []string
+		for _, item := range items {
+			rvs = append(rvs, item.(*v1.Pod).ResourceVersion)
+		}
+		return rvs
+	}
+	theirs := run(false)
+	assert.Equal(t, theirs, run(true))
+	if clientGoV038 {
+		assert.Equal(t, []string{"2"}, theirs)
+	} else {
+		assert.Empty(t, theirs)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/sharding"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientfeatures "k8s.io/client-go/features"
@@ -33,6 +34,9 @@ type SharedIndexInformerOptions struct {
 	Identifier InformerNameAndResource
 	// InformerMetricsProvider overrides the process-wide provider.
 	InformerMetricsProvider InformerMetricsProvider
+	// ShardSelector restricts the informer to one shard of the collection:
+	// Run wraps the ListerWatcher with NewShardedListWatch (client-go v0.38).
+	ShardSelector sharding.Selector
 
 	// MaxPendingNotificationsPerHandler bounds each handler's backlog; 0
 	// (the default) leaves it unbounded, like client-go.
@@ -122,6 +126,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		resyncCheckPeriod: options.ResyncPeriod,
 		defaultResync:     options.ResyncPeriod,
 		stripFields:       options.StripManagedFields,
+		shardSelector:     options.ShardSelector,
 	}
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
@@ -174,6 +179,7 @@ type sharedIndexInformer struct {
 	defaultResync     time.Duration
 	watchErrorHandler WatchErrorHandlerWithContext
 	transform         TransformFunc
+	shardSelector     sharding.Selector
 }
 
 var errInformerStarted = errors.New("informer has already started")
@@ -207,6 +213,18 @@ func (s *sharedIndexInformer) SetTransform(handler TransformFunc) error {
 		return errInformerStarted
 	}
 	s.transform = handler
+	return nil
+}
+
+// SetShardSelector restricts the informer to selector's shard, as
+// SharedIndexInformerOptions.ShardSelector does; only before Run.
+func (s *sharedIndexInformer) SetShardSelector(selector sharding.Selector) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errInformerStarted
+	}
+	s.shardSelector = selector
 	return nil
 }
 
@@ -272,7 +290,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer}
 	ctrl := newController(&Config{
 		Queue:             queue,
-		ListerWatcher:     s.lw,
+		ListerWatcher:     NewShardedListWatch(s.lw, s.shardSelector),
 		ObjectType:        s.objectType,
 		ObjectDescription: s.objectDescription,
 		FullResyncPeriod:  s.resyncCheckPeriod,

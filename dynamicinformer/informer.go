@@ -12,6 +12,7 @@ import (
 
 	cache "github.com/openinformer/cache"
 	build "github.com/openinformer/cache/internal/informerbuild"
+	"github.com/openinformer/cache/sharding"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,7 +61,7 @@ func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.Sh
 
 // WithShard restricts each resource's informer to the shard fn returns for
 // it; nil means the whole collection.
-func WithShard(fn func(gvr schema.GroupVersionResource) *cache.Shard) SharedInformerOption {
+func WithShard(fn func(gvr schema.GroupVersionResource) *sharding.Shard) SharedInformerOption {
 	return func(s *settings) { s.build.Shard = fn }
 }
 

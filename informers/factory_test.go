@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/sharding"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,9 +112,9 @@ func TestShutdownStartsNothingAfterwards(t *testing.T) {
 func TestMalformedShardFailsOnlyItsInformer(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	client := fake.NewClientset(pod("a", "p", nil), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
-	f := NewSharedInformerFactoryWithOptions(client, 0, WithShard(func(obj runtime.Object) *cache.Shard {
+	f := NewSharedInformerFactoryWithOptions(client, 0, WithShard(func(obj runtime.Object) *sharding.Shard {
 		if _, ok := obj.(*corev1.Pod); ok {
-			return &cache.Shard{Index: 3, Count: 2}
+			return &sharding.Shard{Index: 3, Count: 2}
 		}
 		return nil
 	}))

@@ -3,6 +3,7 @@ package informers
 import (
 	cache "github.com/openinformer/cache"
 	build "github.com/openinformer/cache/internal/informerbuild"
+	"github.com/openinformer/cache/sharding"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -10,7 +11,7 @@ import (
 // builds itself; the zero value builds them as client-go would.
 type buildOptions struct {
 	adjust []func(obj runtime.Object, opts *cache.SharedIndexInformerOptions)
-	shard  func(obj runtime.Object) *cache.Shard
+	shard  func(obj runtime.Object) *sharding.Shard
 }
 
 // WithInformerOptions has fn adjust the options of every informer the
@@ -31,7 +32,7 @@ func WithInformerOptions(fn func(obj runtime.Object, opts *cache.SharedIndexInfo
 
 // WithShard restricts the informers for built-in resources to the shard fn
 // returns for their example object; nil means the whole collection.
-func WithShard(fn func(obj runtime.Object) *cache.Shard) SharedInformerOption {
+func WithShard(fn func(obj runtime.Object) *sharding.Shard) SharedInformerOption {
 	return func(f *sharedInformerFactory) *sharedInformerFactory {
 		f.build.shard = fn
 		return f
@@ -39,7 +40,7 @@ func WithShard(fn func(obj runtime.Object) *cache.Shard) SharedInformerOption {
 }
 
 func (b buildOptions) informer(obj runtime.Object, lw cache.ListerWatcher, opts cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
-	var shard *cache.Shard
+	var shard *sharding.Shard
 	if b.shard != nil {
 		shard = b.shard(obj)
 	}

@@ -22,6 +22,7 @@ import (
 
 	cache "github.com/openinformer/cache"
 	"github.com/openinformer/cache/integration/apiserver"
+	"github.com/openinformer/cache/sharding"
 )
 
 // The rebalancing test's membership timing: LeaseDuration scaled down from the 15s default
@@ -88,7 +89,7 @@ func leaseClient(srv *apiserver.Server) kubernetes.Interface {
 type ownershipMeter struct {
 	truth    clientcache.SharedIndexInformer
 	mu       sync.Mutex
-	replicas map[string]*cache.MembershipInformer
+	replicas map[string]*sharding.MembershipInformer
 	since    map[string]ownershipRun // widget -> the run it is in, if unowned or shared
 	maxGap   time.Duration
 	maxShare time.Duration
@@ -165,7 +166,7 @@ type rebalanceGroup struct {
 }
 
 func (g *rebalanceGroup) start(id string) {
-	mi, err := cache.NewMembershipInformer(widgetListWatch(g.client, ""), &unstructured.Unstructured{}, 0, cache.Indexers{}, cache.MembershipOptions{
+	mi, err := sharding.NewMembershipInformer(widgetListWatch(g.client, ""), &unstructured.Unstructured{}, 0, cache.Indexers{}, sharding.MembershipOptions{
 		Client: g.kube, Namespace: "default", Group: "widgets", Identity: id,
 		LeaseDuration: rebalanceLease, RenewInterval: rebalanceRenew, Handover: rebalanceHandoff,
 	})
@@ -256,7 +257,7 @@ func checkShardRebalancing(t *testing.T, gate bool) {
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { truth.RunWithContext(ctx) })
-	meter := &ownershipMeter{truth: truth, replicas: map[string]*cache.MembershipInformer{}, since: map[string]ownershipRun{}}
+	meter := &ownershipMeter{truth: truth, replicas: map[string]*sharding.MembershipInformer{}, since: map[string]ownershipRun{}}
 	g := &rebalanceGroup{t: t, client: client, kube: leaseClient(srv), meter: meter, stops: map[string]func(){}}
 	for _, id := range []string{"r0", "r1", "r2"} {
 		g.start(id)

@@ -20,6 +20,7 @@ import (
 
 	cache "github.com/openinformer/cache"
 	"github.com/openinformer/cache/integration/apiserver"
+	"github.com/openinformer/cache/sharding"
 )
 
 // receivedCounter counts the objects a ListerWatcher receives from the server, before any
@@ -88,7 +89,7 @@ func (w *countedWatch) run() {
 
 // shardReplica is one sharded (or, with lw nil, unsharded) informer and its handler's view.
 type shardReplica struct {
-	lw       *cache.ShardedListWatch
+	lw       *sharding.ListWatch
 	counter  *receivedCounter
 	informer clientcache.SharedIndexInformer
 	bytes    byteMeter
@@ -117,7 +118,7 @@ func (r *shardReplica) saw(obj any, deleted bool) {
 	r.last[key] = rv
 }
 
-func startShardReplica(t *testing.T, srv *apiserver.Server, shard *cache.Shard) *shardReplica {
+func startShardReplica(t *testing.T, srv *apiserver.Server, shard *sharding.Shard) *shardReplica {
 	t.Helper()
 	r := &shardReplica{last: map[string]uint64{}}
 	client, err := r.bytes.client(srv)
@@ -127,7 +128,7 @@ func startShardReplica(t *testing.T, srv *apiserver.Server, shard *cache.Shard) 
 	r.counter = &receivedCounter{inner: widgetListWatch(client, "")}
 	var lw clientcache.ListerWatcher = r.counter
 	if shard != nil {
-		slw, err := cache.NewShardedListWatch(r.counter, *shard)
+		slw, err := sharding.NewListWatch(r.counter, *shard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func checkShardedInformers(t *testing.T, gate bool) {
 	whole := startShardReplica(t, srv, nil)
 	var replicas []*shardReplica
 	for i := range 4 {
-		replicas = append(replicas, startShardReplica(t, srv, &cache.Shard{Index: i, Count: 4}))
+		replicas = append(replicas, startShardReplica(t, srv, &sharding.Shard{Index: i, Count: 4}))
 	}
 	initial := whole.counter.objects.Load()
 	for i, r := range replicas {
@@ -228,9 +229,9 @@ func checkShardedInformers(t *testing.T, gate bool) {
 		d := partitionDiff(want, replicas)
 		return d == "", d
 	})
-	wantMode := cache.ShardModeServer
+	wantMode := sharding.ModeServer
 	if !gate {
-		wantMode = cache.ShardModeClient
+		wantMode = sharding.ModeClient
 	}
 	total, totalRead := whole.counter.objects.Load(), whole.bytes.n.Load()-whole.syncRead
 	for i, r := range replicas {

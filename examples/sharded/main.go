@@ -36,6 +36,7 @@ import (
 
 	cache "github.com/openinformer/cache"
 	"github.com/openinformer/cache/fake"
+	"github.com/openinformer/cache/sharding"
 )
 
 type config struct {
@@ -70,7 +71,7 @@ func main() {
 
 // replica is one sharded informer and what its handler saw.
 type replica struct {
-	lw       *cache.ShardedListWatch
+	lw       *sharding.ListWatch
 	informer cache.SharedIndexInformer
 	events   atomic.Int64
 }
@@ -152,7 +153,7 @@ func startReplicas(ctx context.Context, lw cache.ListerWatcher, n int) ([]*repli
 	var wg sync.WaitGroup
 	replicas := make([]*replica, n)
 	for i := range replicas {
-		slw, err := cache.NewShardedListWatch(lw, cache.Shard{Index: i, Count: n})
+		slw, err := sharding.NewListWatch(lw, sharding.Shard{Index: i, Count: n})
 		if err != nil {
 			return nil, wg.Wait, err
 		}
@@ -236,7 +237,7 @@ func partitionProblem(want map[string]string, replicas []*replica) string {
 func report(out io.Writer, replicas []*replica, total int) {
 	fmt.Fprintf(out, "%-8s %-7s %8s %8s  %s\n", "replica", "filter", "objects", "events", "shard selector")
 	for i, r := range replicas {
-		fmt.Fprintf(out, "%-8d %-7s %8d %8d  %s\n", i, r.lw.Mode(), len(r.informer.GetStore().List()), r.events.Load(), r.lw.Selector())
+		fmt.Fprintf(out, "%-8d %-7s %8d %8d  %s\n", i, r.lw.Mode(), len(r.informer.GetStore().List()), r.events.Load(), r.lw.Selector().String())
 	}
 	if total > 0 {
 		fmt.Fprintf(out, "every one of the server's %d pods is held by exactly one replica\n", total)

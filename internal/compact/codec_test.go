@@ -160,7 +160,7 @@ func TestDecodeReturnsFreshObjects(t *testing.T) {
 	first, err := c.Decode(data)
 	require.NoError(t, err)
 	first.(*corev1.Pod).Labels["app"] = "mutated"
-	first.(*corev1.Pod).ManagedFields[0].FieldsV1.Raw[0] = 'X'
+	first.(*corev1.Pod).ManagedFields[0].FieldsV1.SetRawString("X")
 	second, err := c.Decode(data)
 	require.NoError(t, err)
 	assert.True(t, reflect.DeepEqual(pod, second))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/sharding"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -20,12 +21,12 @@ import (
 // watch of this informer with the same error, so it never syncs and never
 // silently serves the whole collection; the factory's other informers are
 // unaffected.
-func Informer(lw cache.ListerWatcher, obj runtime.Object, opts cache.SharedIndexInformerOptions, adjust func(*cache.SharedIndexInformerOptions), shard *cache.Shard) cache.SharedIndexInformer {
+func Informer(lw cache.ListerWatcher, obj runtime.Object, opts cache.SharedIndexInformerOptions, adjust func(*cache.SharedIndexInformerOptions), shard *sharding.Shard) cache.SharedIndexInformer {
 	if adjust != nil {
 		adjust(&opts)
 	}
 	if shard != nil {
-		sharded, err := cache.NewShardedListWatch(lw, *shard)
+		sharded, err := sharding.NewListWatch(lw, *shard)
 		if err != nil {
 			err = fmt.Errorf("informer for %T: %w", obj, err)
 			utilruntime.HandleError(err)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/sharding"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -94,12 +95,12 @@ type Options struct {
 	// Adjust sets openinformer's fields of a resource's informer options.
 	Adjust []func(schema.GroupVersionResource, *cache.SharedIndexInformerOptions)
 	// Shard, when set, returns the shard of a resource (nil: all of it).
-	Shard func(schema.GroupVersionResource) *cache.Shard
+	Shard func(schema.GroupVersionResource) *sharding.Shard
 }
 
 // Informer is the package-level Informer with o applied for gvr.
 func (o Options) Informer(gvr schema.GroupVersionResource, lw cache.ListerWatcher, obj runtime.Object, opts cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
-	var shard *cache.Shard
+	var shard *sharding.Shard
 	if o.Shard != nil {
 		shard = o.Shard(gvr)
 	}

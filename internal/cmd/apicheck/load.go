@@ -30,10 +30,15 @@ type loaded struct {
 }
 
 // loadPackages type-checks the named packages as the module in dir builds
-// them. It reads the compiler's export data, which `go list -export` builds
-// or takes from the build cache, so nothing is type-checked from source.
-func loadPackages(dir string, patterns ...string) ([]loaded, error) {
-	args := append([]string{"list", "-e", "-export", "-deps", "-json=ImportPath,Export,Module,Error"}, patterns...)
+// them, with modfile instead of its go.mod unless modfile is "". It reads
+// the compiler's export data, which `go list -export` builds or takes from
+// the build cache, so nothing is type-checked from source.
+func loadPackages(dir, modfile string, patterns ...string) ([]loaded, error) {
+	args := []string{"list", "-e", "-export", "-deps", "-json=ImportPath,Export,Module,Error"}
+	if modfile != "" {
+		args = append(args, "-modfile="+modfile)
+	}
+	args = append(args, patterns...)
 	out, err := goCmd(dir, args...)
 	if err != nil {
 		return nil, err

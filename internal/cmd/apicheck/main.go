@@ -11,11 +11,13 @@
 // -export`), so only the go command is needed. With -ref-version the
 // reference is loaded at another version, from a throwaway module that
 // requires it; "newest" picks the newest version the module proxy serves,
-// pre-releases included, to see what a coming client-go adds.
+// pre-releases included, to see what a coming client-go adds. With -modfile
+// both packages are built from that go.mod instead of -dir's own, as
+// `make api-next` does with go.next.mod.
 //
 // Usage:
 //
-//	go run ./internal/cmd/apicheck [-ref IMPORTPATH] [-pkg .] [-ref-version V|newest] [-skip REGEXP] [-min PERCENT]
+//	go run ./internal/cmd/apicheck [-ref IMPORTPATH] [-pkg .] [-modfile go.next.mod] [-ref-version V|newest] [-skip REGEXP] [-min PERCENT]
 //
 // It prints one MISSING or MISMATCH line per incompatible identifier and a
 // summary line; it exits 1 when fewer than -min percent are compatible and
@@ -34,9 +36,9 @@ import (
 
 // options are the command-line settings.
 type options struct {
-	dir, ref, refModule, refVersion, pkg string
-	skip                                 *regexp.Regexp
-	min                                  float64
+	dir, modfile, ref, refModule, refVersion, pkg string
+	skip                                          *regexp.Regexp
+	min                                           float64
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -78,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.dir, "dir", ".", "root of the module whose build list resolves both packages")
+	fs.StringVar(&o.modfile, "modfile", "", "go.mod file to build -dir with instead of its own (go.next.mod: the next client-go minor)")
 	fs.StringVar(&o.ref, "ref", "k8s.io/client-go/tools/cache", "import path of the reference package")
 	fs.StringVar(&o.refModule, "ref-module", "k8s.io/client-go", "module of the reference package, for -ref-version")
 	fs.StringVar(&o.refVersion, "ref-version", "", "load the reference at this version (or newest) instead of the one -dir requires")
@@ -98,7 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 // load type-checks the reference and the target package.
 func load(o options) (ref, tgt loaded, err error) {
 	if o.refVersion == "" {
-		pkgs, err := loadPackages(o.dir, o.ref, o.pkg)
+		pkgs, err := loadPackages(o.dir, o.modfile, o.ref, o.pkg)
 		if err != nil {
 			return ref, tgt, err
 		}
@@ -109,11 +112,11 @@ func load(o options) (ref, tgt loaded, err error) {
 	if err != nil {
 		return ref, tgt, err
 	}
-	refs, err := loadPackages(tmp, o.ref)
+	refs, err := loadPackages(tmp, "", o.ref)
 	if err != nil {
 		return ref, tgt, err
 	}
-	tgts, err := loadPackages(o.dir, o.pkg)
+	tgts, err := loadPackages(o.dir, o.modfile, o.pkg)
 	if err != nil {
 		return ref, tgt, err
 	}

@@ -8,7 +8,11 @@
 // this module's go.mod, test-only ones too: that is what a user's module
 // inherits, whatever the library's own packages import.
 //
-// Usage: go run ./internal/cmd/depcheck [-dir MODULEROOT]
+// With -client-go the user requires that client-go version besides this
+// module (a user on the next minor, whose client-go outranks the one this
+// go.mod requires); both graphs then start from it.
+//
+// Usage: go run ./internal/cmd/depcheck [-dir MODULEROOT] [-client-go VERSION]
 package main
 
 import (
@@ -33,10 +37,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("depcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", ".", "root of the module to check")
+	clientGoVersion := fs.String("client-go", "", "client-go version the user requires (default: the one -dir's go.mod requires)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	diffs, err := check(*dir)
+	diffs, err := check(*dir, *clientGoVersion)
 	if err != nil {
 		fmt.Fprintln(stderr, "depcheck:", err)
 		return 2
@@ -52,8 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// check returns one line per module selected at another version.
-func check(dir string) ([]string, error) {
+// check returns one line per module selected at another version, for a
+// user requiring client-go at clientGoVersion ("": as dir's go.mod does).
+func check(dir, clientGoVersion string) ([]string, error) {
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -62,15 +68,19 @@ func check(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref, err := goListModule(root, clientGo)
-	if err != nil {
-		return nil, err
+	if clientGoVersion == "" {
+		ref, err := goListModule(root, clientGo)
+		if err != nil {
+			return nil, err
+		}
+		clientGoVersion = ref.Version
 	}
-	theirs, err := userGraph(clientGo+" "+ref.Version, clientGo+"/tools/cache", "")
+	userClientGo := clientGo + " " + clientGoVersion
+	theirs, err := userGraph([]string{userClientGo}, clientGo+"/tools/cache", "")
 	if err != nil {
 		return nil, fmt.Errorf("module requiring %s: %w", clientGo, err)
 	}
-	ours, err := userGraph(self.Path+" v0.0.0", self.Path, root)
+	ours, err := userGraph([]string{self.Path + " v0.0.0", userClientGo}, self.Path, root)
 	if err != nil {
 		return nil, fmt.Errorf("module requiring %s: %w", self.Path, err)
 	}
@@ -105,17 +115,18 @@ func goListModule(dir, path string) (module, error) {
 	return m, json.Unmarshal(out, &m)
 }
 
-// userGraph creates a throwaway module that requires req ("path version"),
-// imports pkg and, when replaceDir is set, replaces the required module with
-// that directory; it returns the versions `go list -m all` selects there.
-func userGraph(req, pkg, replaceDir string) (map[string]string, error) {
+// userGraph creates a throwaway module that requires reqs ("path version"),
+// imports pkg and, when replaceDir is set, replaces the first required
+// module with that directory; it returns the versions `go list -m all`
+// selects there.
+func userGraph(reqs []string, pkg, replaceDir string) (map[string]string, error) {
 	tmp, err := os.MkdirTemp("", "depcheck-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	reqPath, _, _ := strings.Cut(req, " ")
-	gomod := "module example.com/user\n\ngo 1.26.0\n\nrequire " + req + "\n"
+	reqPath, _, _ := strings.Cut(reqs[0], " ")
+	gomod := "module example.com/user\n\ngo 1.26.0\n\nrequire (\n\t" + strings.Join(reqs, "\n\t") + "\n)\n"
 	if replaceDir != "" {
 		gomod += "\nreplace " + reqPath + " => " + replaceDir + "\n"
 	}

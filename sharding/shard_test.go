@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"context"
@@ -17,9 +17,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/sharding"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 	clientcache "k8s.io/client-go/tools/cache"
 
+	"github.com/openinformer/cache"
 	"github.com/openinformer/cache/fake"
 )
 
@@ -28,7 +29,7 @@ func TestEvenShardRangesSplitTheHashSpaceExactly(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 7, 10, 255, 1000} {
 		prevEnd := "0x0000000000000000"
 		for i := 0; i < n; i++ {
-			r, err := EvenShardRange(i, n)
+			r, err := EvenRange(i, n)
 			require.NoError(t, err)
 			assert.Equal(t, prevEnd, r.Start, "range %d of %d starts where the previous ended", i, n)
 			want := new(big.Int).Div(new(big.Int).Mul(big.NewInt(int64(i+1)), space), big.NewInt(int64(n)))
@@ -39,9 +40,9 @@ func TestEvenShardRangesSplitTheHashSpaceExactly(t *testing.T) {
 		}
 		assert.Equal(t, "0x10000000000000000", prevEnd, "the last of %d ranges closes the hash space", n)
 	}
-	r, err := EvenShardRange(1, 4)
+	r, err := EvenRange(1, 4)
 	require.NoError(t, err)
-	assert.Equal(t, ShardRange{Start: "0x4000000000000000", End: "0x8000000000000000"}, r)
+	assert.Equal(t, Range{Start: "0x4000000000000000", End: "0x8000000000000000"}, r)
 }
 
 func TestMalformedShardsAreConstructionErrors(t *testing.T) {
@@ -54,33 +55,33 @@ func TestMalformedShardsAreConstructionErrors(t *testing.T) {
 		"index past count":    {Shard{Index: 4, Count: 4}, "out of range"},
 		"negative index":      {Shard{Index: -1, Count: 4}, "out of range"},
 		"unknown field":       {Shard{Count: 2, Field: "metadata.name"}, `unsupported shard field "metadata.name"`},
-		"ranges and count":    {Shard{Count: 2, Ranges: []ShardRange{{"0x0000000000000000", "0x10000000000000000"}}}, "not both"},
-		"short hex":           {Shard{Ranges: []ShardRange{{"0x0", "0x10000000000000000"}}}, "16-digit"},
-		"upper-case hex":      {Shard{Ranges: []ShardRange{{"0x00000000000000AB", "0x10000000000000000"}}}, "16-digit"},
-		"2^64 as a start":     {Shard{Ranges: []ShardRange{{"0x10000000000000000", "0x10000000000000000"}}}, "start"},
-		"empty range":         {Shard{Ranges: []ShardRange{{"0x8000000000000000", "0x8000000000000000"}}}, "must be less than"},
-		"missing 0x on start": {Shard{Ranges: []ShardRange{{"8000000000000000", "0x10000000000000000"}}}, "start"},
+		"ranges and count":    {Shard{Count: 2, Ranges: []Range{{"0x0000000000000000", "0x10000000000000000"}}}, "not both"},
+		"short hex":           {Shard{Ranges: []Range{{"0x0", "0x10000000000000000"}}}, "16-digit"},
+		"upper-case hex":      {Shard{Ranges: []Range{{"0x00000000000000AB", "0x10000000000000000"}}}, "16-digit"},
+		"2^64 as a start":     {Shard{Ranges: []Range{{"0x10000000000000000", "0x10000000000000000"}}}, "start"},
+		"empty range":         {Shard{Ranges: []Range{{"0x8000000000000000", "0x8000000000000000"}}}, "must be less than"},
+		"missing 0x on start": {Shard{Ranges: []Range{{"8000000000000000", "0x10000000000000000"}}}, "start"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := NewShardedListWatch(lw, tc.shard)
+			_, err := NewListWatch(lw, tc.shard)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := NewShardedListWatch(nil, Shard{Count: 1})
+	_, err := NewListWatch(nil, Shard{Count: 1})
 	assert.Error(t, err)
 }
 
 func TestShardSelectorIsWhatTheServerParses(t *testing.T) {
-	sel, err := Shard{Index: 3, Count: 4, Field: ShardByNamespace}.Selector()
+	sel, err := Shard{Index: 3, Count: 4, Field: ByNamespace}.Selector()
 	require.NoError(t, err)
-	assert.Equal(t, "shardRange(object.metadata.namespace, '0xc000000000000000', '0x10000000000000000')", sel)
-	sel, err = Shard{Ranges: []ShardRange{
+	assert.Equal(t, "shardRange(object.metadata.namespace, '0xc000000000000000', '0x10000000000000000')", sel.String())
+	sel, err = Shard{Ranges: []Range{
 		{"0x0000000000000000", "0x1000000000000000"}, {"0x8000000000000000", "0x9000000000000000"},
 	}}.Selector()
 	require.NoError(t, err)
 	assert.Equal(t, "shardRange(object.metadata.uid, '0x0000000000000000', '0x1000000000000000') || "+
-		"shardRange(object.metadata.uid, '0x8000000000000000', '0x9000000000000000')", sel)
+		"shardRange(object.metadata.uid, '0x8000000000000000', '0x9000000000000000')", sel.String())
 }
 
 // shardTestServer serves n pods in a few namespaces.
@@ -95,14 +96,14 @@ func shardTestServer(t *testing.T, n int, support fake.ShardSelectorSupport, wat
 
 // shardTestReplica is one sharded informer and what its handler saw.
 type shardTestReplica struct {
-	lw   *ShardedListWatch
+	lw   *ListWatch
 	inf  clientcache.SharedIndexInformer
 	mu   sync.Mutex
 	seen map[string][]string // key -> handler calls, "add@rv" etc.
 }
 
 func (r *shardTestReplica) record(kind string, obj any) {
-	if tomb, ok := obj.(DeletedFinalStateUnknown); ok {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
 	p := obj.(*v1.Pod)
@@ -119,10 +120,10 @@ func runShardReplicas(t *testing.T, s *fake.Server, count int, newInformer fakeI
 	var wg sync.WaitGroup
 	replicas := make([]*shardTestReplica, count)
 	for i := range replicas {
-		lw, err := NewShardedListWatch(s, Shard{Index: i, Count: count})
+		lw, err := NewListWatch(s, Shard{Index: i, Count: count})
 		require.NoError(t, err)
-		r := &shardTestReplica{lw: lw, inf: newInformer(lw, &v1.Pod{}, 0, Indexers{}), seen: map[string][]string{}}
-		_, err = r.inf.AddEventHandler(ResourceEventHandlerFuncs{
+		r := &shardTestReplica{lw: lw, inf: newInformer(lw, &v1.Pod{}, 0, cache.Indexers{}), seen: map[string][]string{}}
+		_, err = r.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { r.record("add", obj) },
 			UpdateFunc: func(_, obj any) { r.record("update", obj) },
 			DeleteFunc: func(obj any) { r.record("delete", obj) },
@@ -136,7 +137,7 @@ func runShardReplicas(t *testing.T, s *fake.Server, count int, newInformer fakeI
 		}()
 	}
 	for _, r := range replicas {
-		require.True(t, WaitForCacheSync(ctx.Done(), r.inf.HasSynced))
+		require.True(t, cache.WaitForCacheSync(ctx.Done(), r.inf.HasSynced))
 	}
 	return replicas, func() {
 		cancel()
@@ -182,22 +183,22 @@ func TestShardedInformersPartitionTheCollection(t *testing.T) {
 		name      string
 		support   fake.ShardSelectorSupport
 		noStream  bool
-		mode      ShardMode
+		mode      Mode
 		clientGo  bool
 		wantShare bool // each replica reads only about its share
 	}{
-		{name: "server filters, watch-list", support: fake.ShardSelectorsApplied, mode: ShardModeServer, wantShare: true},
-		{name: "server filters, list", support: fake.ShardSelectorsApplied, noStream: true, mode: ShardModeServer, wantShare: true},
-		{name: "server ignores", support: fake.ShardSelectorsIgnored, mode: ShardModeClient},
-		{name: "server ignores, list", support: fake.ShardSelectorsIgnored, noStream: true, mode: ShardModeClient},
-		{name: "server rejects", support: fake.ShardSelectorsRejected, mode: ShardModeClient},
-		{name: "client-go informer, server filters", support: fake.ShardSelectorsApplied, clientGo: true, mode: ShardModeServer, wantShare: true},
-		{name: "client-go informer, server ignores", support: fake.ShardSelectorsIgnored, noStream: true, clientGo: true, mode: ShardModeClient},
+		{name: "server filters, watch-list", support: fake.ShardSelectorsApplied, mode: ModeServer, wantShare: true},
+		{name: "server filters, list", support: fake.ShardSelectorsApplied, noStream: true, mode: ModeServer, wantShare: true},
+		{name: "server ignores", support: fake.ShardSelectorsIgnored, mode: ModeClient},
+		{name: "server ignores, list", support: fake.ShardSelectorsIgnored, noStream: true, mode: ModeClient},
+		{name: "server rejects", support: fake.ShardSelectorsRejected, mode: ModeClient},
+		{name: "client-go informer, server filters", support: fake.ShardSelectorsApplied, clientGo: true, mode: ModeServer, wantShare: true},
+		{name: "client-go informer, server ignores", support: fake.ShardSelectorsIgnored, noStream: true, clientGo: true, mode: ModeClient},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
 			s := shardTestServer(t, 200, tc.support, tc.noStream)
-			newInformer := fakeInformerConstructor(NewSharedIndexInformer)
+			newInformer := fakeInformerConstructor(cache.NewSharedIndexInformer)
 			if tc.clientGo {
 				newInformer = clientcache.NewSharedIndexInformer
 			}
@@ -288,28 +289,28 @@ func shardTestCheckHandlers(t *testing.T, s *fake.Server, replicas []*shardTestR
 
 func TestShardedListWatchFiltersWhatTheServerSends(t *testing.T) {
 	s := shardTestServer(t, 100, fake.ShardSelectorsIgnored, false)
-	lw, err := NewShardedListWatch(s, Shard{Index: 0, Count: 2})
+	lw, err := NewListWatch(s, Shard{Index: 0, Count: 2})
 	require.NoError(t, err)
-	assert.Equal(t, ShardModePending, lw.Mode())
+	assert.Equal(t, ModePending, lw.Mode())
 	list, err := lw.List(metav1.ListOptions{})
 	require.NoError(t, err)
 	items := list.(*v1.PodList).Items
 	require.NotEmpty(t, items)
-	sel := sharding.NewSelector(sharding.ShardRangeRequirement{Key: ShardByUID, Start: "0x0000000000000000", End: "0x8000000000000000"})
+	sel := apisharding.NewSelector(apisharding.ShardRangeRequirement{Key: ByUID, Start: "0x0000000000000000", End: "0x8000000000000000"})
 	for i := range items {
 		ok, err := sel.Matches(&items[i])
 		require.NoError(t, err)
 		assert.True(t, ok, items[i].Name)
 	}
 	assert.Less(t, len(items), 100)
-	assert.Equal(t, ShardModeClient, lw.Mode())
+	assert.Equal(t, ModeClient, lw.Mode())
 	assert.Nil(t, list.(*v1.PodList).ShardInfo)
 }
 
 func TestShardedListWatchWatchStopsCleanly(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	s := shardTestServer(t, 10, fake.ShardSelectorsIgnored, false)
-	lw, err := NewShardedListWatch(s, Shard{Index: 1, Count: 3})
+	lw, err := NewListWatch(s, Shard{Index: 1, Count: 3})
 	require.NoError(t, err)
 	w, err := lw.Watch(metav1.ListOptions{})
 	require.NoError(t, err)
@@ -323,18 +324,18 @@ func TestShardedListWatchWatchStopsCleanly(t *testing.T) {
 func TestShardedListWatchForwardsWatchListSupport(t *testing.T) {
 	for _, unsupported := range []bool{false, true} {
 		s := shardTestServer(t, 1, fake.ShardSelectorsApplied, unsupported)
-		lw, err := NewShardedListWatch(s, Shard{Count: 1})
+		lw, err := NewListWatch(s, Shard{Count: 1})
 		require.NoError(t, err)
 		assert.Equal(t, unsupported, lw.IsWatchListSemanticsUnSupported())
 	}
 }
 
 func TestStaticShardsFromOrdinalAndFlags(t *testing.T) {
-	s, err := ShardFromOrdinal("controller-2", 3)
+	s, err := FromOrdinal("controller-2", 3)
 	require.NoError(t, err)
 	assert.Equal(t, Shard{Index: 2, Count: 3}, s)
 	for _, bad := range []string{"controller", "controller-x", "controller-3", "controller-"} {
-		_, err := ShardFromOrdinal(bad, 3)
+		_, err := FromOrdinal(bad, 3)
 		assert.Error(t, err, bad)
 	}
 
@@ -342,14 +343,14 @@ func TestStaticShardsFromOrdinalAndFlags(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fromFlags.BindFlags(fs)
 	assert.Equal(t, Shard{Count: 1}, fromFlags, "unsharded by default")
-	require.NoError(t, fs.Parse([]string{"--shard-index=1", "--shard-count=4", "--shard-field=" + ShardByNamespace}))
-	assert.Equal(t, Shard{Index: 1, Count: 4, Field: ShardByNamespace}, fromFlags)
+	require.NoError(t, fs.Parse([]string{"--shard-index=1", "--shard-count=4", "--shard-field=" + ByNamespace}))
+	assert.Equal(t, Shard{Index: 1, Count: 4, Field: ByNamespace}, fromFlags)
 }
 
 func TestShardCoversComparesHashSets(t *testing.T) {
-	quarter := func(i int) ShardRange { r, _ := EvenShardRange(i, 4); return r }
-	third := func(i int) ShardRange { r, _ := EvenShardRange(i, 3); return r }
-	ranges := func(rs ...ShardRange) Shard { return Shard{Ranges: rs} }
+	quarter := func(i int) Range { r, _ := EvenRange(i, 4); return r }
+	third := func(i int) Range { r, _ := EvenRange(i, 3); return r }
+	ranges := func(rs ...Range) Shard { return Shard{Ranges: rs} }
 	for name, c := range map[string]struct {
 		outer, inner Shard
 		want         bool
@@ -362,14 +363,14 @@ func TestShardCoversComparesHashSets(t *testing.T) {
 		"overlapping only":           {ranges(third(1)), ranges(quarter(1)), false},
 		"a gap between":              {ranges(quarter(0), quarter(2)), ranges(Shard{Index: 0, Count: 2}.mustRange(t), quarter(2)), false},
 		"the union grows":            {ranges(quarter(0)), ranges(quarter(0), third(0)), false},
-		"another field":              {Shard{Index: 0, Count: 1}, Shard{Index: 0, Count: 1, Field: ShardByNamespace}, false},
-		"the default field is named": {Shard{Index: 0, Count: 1, Field: ShardByUID}, ranges(third(0)), true},
+		"another field":              {Shard{Index: 0, Count: 1}, Shard{Index: 0, Count: 1, Field: ByNamespace}, false},
+		"the default field is named": {Shard{Index: 0, Count: 1, Field: ByUID}, ranges(third(0)), true},
 	} {
 		assert.Equal(t, c.want, c.outer.covers(c.inner), name)
 	}
 }
 
-func (s Shard) mustRange(t *testing.T) ShardRange {
+func (s Shard) mustRange(t *testing.T) Range {
 	r, err := s.ranges()
 	require.NoError(t, err)
 	return r[0]

@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"cmp"
@@ -13,12 +13,12 @@ import (
 
 // Fields a Shard can hash, as the API server's shard selector names them.
 const (
-	// ShardByUID spreads objects one by one: a uid never changes, so an object never moves
+	// ByUID spreads objects one by one: a uid never changes, so an object never moves
 	// between shards. It is the default.
-	ShardByUID = "object.metadata.uid"
-	// ShardByNamespace keeps each namespace on one replica; every cluster-scoped object hashes
+	ByUID = "object.metadata.uid"
+	// ByNamespace keeps each namespace on one replica; every cluster-scoped object hashes
 	// the empty namespace and so lands on the same replica.
-	ShardByNamespace = "object.metadata.namespace"
+	ByNamespace = "object.metadata.namespace"
 )
 
 // hashSpaceEnd is the exclusive upper bound of the 64-bit hash space, 2^64, in the only
@@ -28,36 +28,36 @@ const hashSpaceEnd = "0x10000000000000000"
 // Shard names the slice of a collection one replica owns. Either Index and Count split the
 // 2^64 hash space into Count equal ranges and pick range Index, or Ranges lists the hash
 // ranges explicitly (Index and Count are then left zero). Field is the hashed field,
-// ShardByUID when empty.
+// ByUID when empty.
 type Shard struct {
 	// Index is this replica's position, 0 <= Index < Count.
 	Index int
 	// Count is the number of replicas sharing the collection.
 	Count int
-	// Field is ShardByUID (the default when empty) or ShardByNamespace.
+	// Field is ByUID (the default when empty) or ByNamespace.
 	Field string
 	// Ranges, when set, replaces Index and Count with explicit hash ranges.
-	Ranges []ShardRange
+	Ranges []Range
 }
 
-// ShardRange is a half-open range [Start, End) of 64-bit FNV-1a hashes written as the API
+// Range is a half-open range [Start, End) of 64-bit FNV-1a hashes written as the API
 // server takes them: "0x" and 16 lower-case hex digits, or "0x10000000000000000" (2^64) for
 // an End that closes the hash space.
-type ShardRange struct {
+type Range struct {
 	// Start is the first hash in the range.
 	Start string
 	// End is the first hash after the range.
 	End string
 }
 
-// EvenShardRange returns range index of count equal, adjacent ranges covering the whole hash
+// EvenRange returns range index of count equal, adjacent ranges covering the whole hash
 // space: range i starts at floor(i*2^64/count), so consecutive ranges share their boundary
 // and the last one ends at 2^64.
-func EvenShardRange(index, count int) (ShardRange, error) {
+func EvenRange(index, count int) (Range, error) {
 	if count < 1 || index < 0 || index >= count {
-		return ShardRange{}, fmt.Errorf("shard index %d out of range for a shard count of %d", index, count)
+		return Range{}, fmt.Errorf("shard index %d out of range for a shard count of %d", index, count)
 	}
-	return ShardRange{Start: hashBoundary(index, count), End: hashBoundary(index+1, count)}, nil
+	return Range{Start: hashBoundary(index, count), End: hashBoundary(index+1, count)}, nil
 }
 
 // hashBoundary is floor(i*2^64/n) as the API server writes it; 0 <= i <= n.
@@ -69,24 +69,25 @@ func hashBoundary(i, n int) string {
 	return fmt.Sprintf("0x%016x", q)
 }
 
-// Selector returns the shard selector expression for ListOptions.ShardSelector, or an error
-// naming what is wrong with the shard.
-func (s Shard) Selector() (string, error) {
+// Selector returns the shard as apimachinery's shard selector, the form the root package's
+// NewShardedListWatch and SharedIndexInformerOptions.ShardSelector take (its String is the
+// expression for ListOptions.ShardSelector), or an error naming what is wrong with the shard.
+func (s Shard) Selector() (apisharding.Selector, error) {
 	reqs, err := s.requirements()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return apisharding.NewSelector(reqs...).String(), nil
+	return apisharding.NewSelector(reqs...), nil
 }
 
 // requirements validates the shard with the API server's rules and returns its ranges.
 func (s Shard) requirements() ([]apisharding.ShardRangeRequirement, error) {
 	field := s.Field
 	if field == "" {
-		field = ShardByUID
+		field = ByUID
 	}
-	if field != ShardByUID && field != ShardByNamespace {
-		return nil, fmt.Errorf("unsupported shard field %q; supported: %s, %s", s.Field, ShardByUID, ShardByNamespace)
+	if field != ByUID && field != ByNamespace {
+		return nil, fmt.Errorf("unsupported shard field %q; supported: %s, %s", s.Field, ByUID, ByNamespace)
 	}
 	ranges, err := s.ranges()
 	if err != nil {
@@ -102,10 +103,10 @@ func (s Shard) requirements() ([]apisharding.ShardRangeRequirement, error) {
 	return reqs, nil
 }
 
-func (s Shard) ranges() ([]ShardRange, error) {
+func (s Shard) ranges() ([]Range, error) {
 	if len(s.Ranges) == 0 {
-		r, err := EvenShardRange(s.Index, s.Count)
-		return []ShardRange{r}, err
+		r, err := EvenRange(s.Index, s.Count)
+		return []Range{r}, err
 	}
 	if s.Index != 0 || s.Count != 0 {
 		return nil, errors.New("a shard has either explicit ranges or an index and count, not both")
@@ -113,7 +114,7 @@ func (s Shard) ranges() ([]ShardRange, error) {
 	return s.Ranges, nil
 }
 
-func (r ShardRange) validate() error {
+func (r Range) validate() error {
 	if err := validHashBound(r.Start, false); err != nil {
 		return fmt.Errorf("shard range start: %w", err)
 	}
@@ -142,7 +143,7 @@ func validHashBound(v string, end bool) error {
 // covers reports whether every hash of inner lies in one of s's ranges or in adjacent ones,
 // both shards hashing the same field.
 func (s Shard) covers(inner Shard) bool {
-	if cmp.Or(s.Field, ShardByUID) != cmp.Or(inner.Field, ShardByUID) {
+	if cmp.Or(s.Field, ByUID) != cmp.Or(inner.Field, ByUID) {
 		return false
 	}
 	outer, err := s.ranges()
@@ -153,7 +154,7 @@ func (s Shard) covers(inner Shard) bool {
 	if err != nil {
 		return false
 	}
-	outer = slices.SortedFunc(slices.Values(outer), func(a, b ShardRange) int { return hexCompare(a.Start, b.Start) })
+	outer = slices.SortedFunc(slices.Values(outer), func(a, b Range) int { return hexCompare(a.Start, b.Start) })
 	for _, r := range want {
 		if !rangesCover(outer, r) {
 			return false
@@ -163,7 +164,7 @@ func (s Shard) covers(inner Shard) bool {
 }
 
 // rangesCover reports whether ranges, sorted by start, cover r without a gap.
-func rangesCover(ranges []ShardRange, r ShardRange) bool {
+func rangesCover(ranges []Range, r Range) bool {
 	reached := r.Start // every hash before reached is covered
 	for _, o := range ranges {
 		if apisharding.HexLess(reached, o.Start) {

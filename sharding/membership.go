@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type MembershipOptions struct {
 	Group string
 	// Identity is this replica's unique name, for example its pod name.
 	Identity string
-	// Field is the hashed field of the shards handed out (ShardByUID when empty).
+	// Field is the hashed field of the shards handed out (ByUID when empty).
 	Field string
 	// LeaseDuration is how long a replica that stops renewing still counts as a member: the
 	// bound on how long a crashed replica's objects stay unowned. Defaults to 15s.
@@ -57,9 +57,9 @@ type MembershipOptions struct {
 type Membership struct {
 	opts MembershipOptions
 
-	target        ShardRange   // the even range of this replica's current position
-	owned         []ShardRange // what OnChange last handed out
-	handoverUntil time.Time    // when owned shrinks to target; zero when not handing over
+	target        Range     // the even range of this replica's current position
+	owned         []Range   // what OnChange last handed out
+	handoverUntil time.Time // when owned shrinks to target; zero when not handing over
 }
 
 // NewMembership checks opts and fills in defaults.
@@ -121,22 +121,22 @@ func (m *Membership) step(ctx context.Context) {
 	if index < 0 { // our own Lease, just renewed, is not visible yet
 		return
 	}
-	target, _ := EvenShardRange(index, len(members)) // 0 <= index < len(members)
+	target, _ := EvenRange(index, len(members)) // 0 <= index < len(members)
 	m.advance(target, now, len(members))
 }
 
 // advance hands out the ranges to own: the union during a handover, the target after it.
-func (m *Membership) advance(target ShardRange, now time.Time, members int) {
+func (m *Membership) advance(target Range, now time.Time, members int) {
 	switch {
 	case m.owned == nil:
-		m.owned = []ShardRange{target}
+		m.owned = []Range{target}
 	case target != m.target:
 		if !slices.Contains(m.owned, target) {
 			m.owned = append(slices.Clip(m.owned), target)
 		}
 		m.handoverUntil = now.Add(m.opts.Handover)
 	case !m.handoverUntil.IsZero() && !now.Before(m.handoverUntil):
-		m.owned = []ShardRange{target}
+		m.owned = []Range{target}
 		m.handoverUntil = time.Time{}
 	default:
 		return

@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"context"
@@ -15,44 +15,46 @@ import (
 	apisharding "k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache"
 )
 
-// ShardMode says who filters a sharded ListerWatcher's objects.
-type ShardMode int
+// Mode says who filters a sharded ListerWatcher's objects.
+type Mode int
 
 const (
-	// ShardModePending: no LIST or watch-list has completed yet.
-	ShardModePending ShardMode = iota
-	// ShardModeServer: the API server applies the shard selector (feature gate
+	// ModePending: no LIST or watch-list has completed yet.
+	ModePending Mode = iota
+	// ModeServer: the API server applies the shard selector (feature gate
 	// ShardedListAndWatch on); each replica receives only its share.
-	ShardModeServer
-	// ShardModeClient: the server ignored or rejected the shard selector, so every object
+	ModeServer
+	// ModeClient: the server ignored or rejected the shard selector, so every object
 	// arrives and the ListerWatcher drops the ones outside the shard.
-	ShardModeClient
+	ModeClient
 )
 
 // String names the mode in logs.
-func (m ShardMode) String() string {
+func (m Mode) String() string {
 	switch m {
-	case ShardModeServer:
+	case ModeServer:
 		return "server"
-	case ShardModeClient:
+	case ModeClient:
 		return "client"
 	}
 	return "pending"
 }
 
-// ShardedListWatch is a ListerWatcher restricted to one shard of a collection. It asks the
+// ListWatch is a ListerWatcher restricted to one shard of a collection. It asks the
 // server to filter (ListOptions.ShardSelector on every LIST, WATCH and watch-list request)
 // and also checks every object it passes on against the same hash, so its consumer sees only
 // the shard's objects whether the server filters, ignores the selector or rejects it.
-type ShardedListWatch struct {
-	lw     ListerWatcherWithContext
-	inner  ListerWatcher
+type ListWatch struct {
+	lw     cache.ListerWatcherWithContext
+	inner  cache.ListerWatcher
 	filter atomic.Pointer[shardFilter] // replaced whole when the shard narrows
 
 	mu       sync.Mutex
-	mode     ShardMode
+	mode     Mode
 	rejected bool // the server refused the selector: requests go out without it
 }
 
@@ -72,28 +74,28 @@ func newShardFilter(shard Shard) (*shardFilter, error) {
 	return &shardFilter{shard: shard, expr: sel.String(), selector: sel}, nil
 }
 
-// owns is ShardedListWatch.Owns for this filter.
+// owns is ListWatch.Owns for this filter.
 func (f *shardFilter) owns(obj runtime.Object) bool {
 	ok, err := f.selector.Matches(obj)
 	return ok || err != nil
 }
 
 var (
-	_ ListerWatcher            = (*ShardedListWatch)(nil)
-	_ ListerWatcherWithContext = (*ShardedListWatch)(nil)
+	_ cache.ListerWatcher            = (*ListWatch)(nil)
+	_ cache.ListerWatcherWithContext = (*ListWatch)(nil)
 )
 
-// NewShardedListWatch wraps lw so that it lists and watches only shard's objects. A malformed
+// NewListWatch wraps lw so that it lists and watches only shard's objects. A malformed
 // shard is an error here rather than on the first request.
-func NewShardedListWatch(lw ListerWatcher, shard Shard) (*ShardedListWatch, error) {
+func NewListWatch(lw cache.ListerWatcher, shard Shard) (*ListWatch, error) {
 	if lw == nil {
-		return nil, errors.New("sharded ListerWatcher: nil ListerWatcher")
+		return nil, errors.New("sharded cache.ListerWatcher: nil ListerWatcher")
 	}
 	f, err := newShardFilter(shard)
 	if err != nil {
 		return nil, err
 	}
-	s := &ShardedListWatch{lw: ToListerWatcherWithContext(lw), inner: lw}
+	s := &ListWatch{lw: cache.ToListerWatcherWithContext(lw), inner: lw}
 	s.filter.Store(f)
 	return s, nil
 }
@@ -101,7 +103,7 @@ func NewShardedListWatch(lw ListerWatcher, shard Shard) (*ShardedListWatch, erro
 // narrow restricts the ListerWatcher to shard, whose hashes it already covers (the caller
 // checks), without a new request: objects and events outside it are dropped from now on, and
 // later requests carry its selector. Objects passed on before stay with the consumer.
-func (s *ShardedListWatch) narrow(shard Shard) error {
+func (s *ListWatch) narrow(shard Shard) error {
 	f, err := newShardFilter(shard)
 	if err != nil {
 		return err
@@ -111,13 +113,13 @@ func (s *ShardedListWatch) narrow(shard Shard) error {
 }
 
 // shard returns the current shard.
-func (s *ShardedListWatch) shard() Shard { return s.filter.Load().shard }
+func (s *ListWatch) shard() Shard { return s.filter.Load().shard }
 
-// Selector returns the shard selector expression sent to the server.
-func (s *ShardedListWatch) Selector() string { return s.filter.Load().expr }
+// Selector returns the shard selector sent to the server; its String is the expression.
+func (s *ListWatch) Selector() apisharding.Selector { return s.filter.Load().selector }
 
 // Mode reports who filters the objects, as last observed.
-func (s *ShardedListWatch) Mode() ShardMode {
+func (s *ListWatch) Mode() Mode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mode
@@ -126,24 +128,24 @@ func (s *ShardedListWatch) Mode() ShardMode {
 // Owns reports whether obj belongs to this shard. An object whose metadata cannot be read
 // is owned, so that it reaches the store and fails there with a clear error instead of
 // vanishing here.
-func (s *ShardedListWatch) Owns(obj runtime.Object) bool {
+func (s *ListWatch) Owns(obj runtime.Object) bool {
 	return s.filter.Load().owns(obj)
 }
 
 // IsWatchListSemanticsUnSupported forwards the wrapped ListerWatcher's answer, so a
 // reflector streams (or not) exactly as it would without sharding.
-func (s *ShardedListWatch) IsWatchListSemanticsUnSupported() bool {
+func (s *ListWatch) IsWatchListSemanticsUnSupported() bool {
 	u, ok := s.inner.(interface{ IsWatchListSemanticsUnSupported() bool })
 	return ok && u.IsWatchListSemanticsUnSupported()
 }
 
 // List lists the shard's objects.
-func (s *ShardedListWatch) List(options metav1.ListOptions) (runtime.Object, error) {
+func (s *ListWatch) List(options metav1.ListOptions) (runtime.Object, error) {
 	return s.ListWithContext(context.Background(), options)
 }
 
 // ListWithContext lists the shard's objects.
-func (s *ShardedListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+func (s *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 	requested := s.filter.Load()
 	list, err := sendSharded(s, requested, options, func(o metav1.ListOptions) (runtime.Object, error) {
 		return s.lw.ListWithContext(ctx, o)
@@ -160,12 +162,12 @@ func (s *ShardedListWatch) ListWithContext(ctx context.Context, options metav1.L
 }
 
 // Watch watches the shard's objects.
-func (s *ShardedListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
+func (s *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
 	return s.WatchWithContext(context.Background(), options)
 }
 
 // WatchWithContext watches the shard's objects; events for other objects are dropped.
-func (s *ShardedListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+func (s *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	requested := s.filter.Load()
 	w, err := sendSharded(s, requested, options, func(o metav1.ListOptions) (watch.Interface, error) {
 		return s.lw.WatchWithContext(ctx, o)
@@ -178,7 +180,7 @@ func (s *ShardedListWatch) WatchWithContext(ctx context.Context, options metav1.
 
 // sendSharded sends a request with the requested shard's selector, unless the server has
 // refused it before; a refusal now is remembered and the request is sent again without it.
-func sendSharded[T any](s *ShardedListWatch, requested *shardFilter, options metav1.ListOptions, send func(metav1.ListOptions) (T, error)) (T, error) {
+func sendSharded[T any](s *ListWatch, requested *shardFilter, options metav1.ListOptions, send func(metav1.ListOptions) (T, error)) (T, error) {
 	s.mu.Lock()
 	rejected := s.rejected
 	s.mu.Unlock()
@@ -193,7 +195,7 @@ func sendSharded[T any](s *ShardedListWatch, requested *shardFilter, options met
 	}
 	s.mu.Lock()
 	s.rejected = true
-	s.setModeLocked(ShardModeClient, "the server rejected the shard selector: "+err.Error())
+	s.setModeLocked(ModeClient, "the server rejected the shard selector: "+err.Error())
 	s.mu.Unlock()
 	options.ShardSelector = ""
 	return send(options)
@@ -216,7 +218,7 @@ func rejectsShardSelector(err error) bool {
 
 // dropForeignItems removes the items outside the shard from list and counts those outside
 // the requested one: a shard narrowed since the request drops more than the server should have.
-func (s *ShardedListWatch) dropForeignItems(list runtime.Object, requested *shardFilter) (int, error) {
+func (s *ListWatch) dropForeignItems(list runtime.Object, requested *shardFilter) (int, error) {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return 0, err
@@ -239,7 +241,7 @@ func (s *ShardedListWatch) dropForeignItems(list runtime.Object, requested *shar
 
 // observeList updates the mode from a LIST answer: foreign items prove the server ignored the
 // selector; an echoed shardInfo proves it applied it.
-func (s *ShardedListWatch) observeList(list runtime.Object, foreign int) {
+func (s *ListWatch) observeList(list runtime.Object, foreign int) {
 	echoed := false
 	if l, ok := list.(interface{ GetShardInfo() *metav1.ShardInfo }); ok {
 		echoed = l.GetShardInfo() != nil
@@ -249,36 +251,36 @@ func (s *ShardedListWatch) observeList(list runtime.Object, foreign int) {
 	switch {
 	case s.rejected:
 	case foreign > 0:
-		s.setModeLocked(ShardModeClient, "the server ignored the shard selector: objects outside the shard arrived")
-	case echoed || s.mode == ShardModePending:
-		s.setModeLocked(ShardModeServer, "the server applies the shard selector")
+		s.setModeLocked(ModeClient, "the server ignored the shard selector: objects outside the shard arrived")
+	case echoed || s.mode == ModePending:
+		s.setModeLocked(ModeServer, "the server applies the shard selector")
 	}
 }
 
 // observeForeignEvent records a watch event for an object outside the shard.
-func (s *ShardedListWatch) observeForeignEvent() {
+func (s *ListWatch) observeForeignEvent() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.rejected {
-		s.setModeLocked(ShardModeClient, "the server ignored the shard selector: events for objects outside the shard arrived")
+		s.setModeLocked(ModeClient, "the server ignored the shard selector: events for objects outside the shard arrived")
 	}
 }
 
 // observeInitialEventsEnd records the end of a watch-list's initial state, which served as a
 // LIST; foreign events among it were already recorded one by one.
-func (s *ShardedListWatch) observeInitialEventsEnd() {
+func (s *ListWatch) observeInitialEventsEnd() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mode == ShardModePending {
-		s.setModeLocked(ShardModeServer, "the server applies the shard selector")
+	if s.mode == ModePending {
+		s.setModeLocked(ModeServer, "the server applies the shard selector")
 	}
 }
 
 // setModeLocked logs each change of mode once.
-func (s *ShardedListWatch) setModeLocked(m ShardMode, why string) {
+func (s *ListWatch) setModeLocked(m Mode, why string) {
 	if s.mode == m {
 		return
 	}
 	s.mode = m
-	klog.Background().Info("Sharded ListerWatcher filtering mode", "mode", m, "reason", why, "shardSelector", s.Selector())
+	klog.Background().Info("Sharded ListerWatcher filtering mode", "mode", m, "reason", why, "shardSelector", s.filter.Load().expr)
 }

@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"cmp"
@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache"
 )
 
 // shardSyncPoll is how often a starting generation's sync is checked; it adds at most this
@@ -20,7 +22,7 @@ import (
 const shardSyncPoll = 100 * time.Millisecond
 
 // MembershipInformer is an informer whose shard follows a Membership. A shard the Membership
-// hands out that adds hashes gets its own informer on a ShardedListWatch (a generation); the
+// hands out that adds hashes gets its own informer on a ListWatch (a generation); the
 // previous generation keeps serving reads and handlers until the new one has synced, then
 // stops (make before break), so a handover adds no ownership gap beyond the new informer's
 // sync time. A shard within the newest generation's (the shrink at the end of a handover, or
@@ -35,19 +37,19 @@ const shardSyncPoll = 100 * time.Millisecond
 // generation does not hold; a narrowing likewise deletes every object left outside. Such a
 // delete means either that the object left the server or that it moved to another replica's
 // shard, which handles it from now on;
-// ShardedListWatch().Owns(tombstone.Obj) is false for the second. So a handler's view always
+// ListWatch().Owns(tombstone.Obj) is false for the second. So a handler's view always
 // follows the store, as with a plain informer. To compute the difference each handler keeps
 // the key and latest object of everything it was told about.
 type MembershipInformer struct {
-	base       ListerWatcher
+	base       cache.ListerWatcher
 	example    runtime.Object
 	resync     time.Duration
 	membership *Membership
-	shards     chan Shard // the latest shard handed out, not yet started
-	emptyStore Indexer    // what reads see before the first generation exists
+	shards     chan Shard    // the latest shard handed out, not yet started
+	emptyStore cache.Indexer // what reads see before the first generation exists
 
-	mu       sync.Mutex // guards the fields below; never held while a handler runs
-	indexers Indexers   // for every later generation, including those added at run time
+	mu       sync.Mutex     // guards the fields below; never held while a handler runs
+	indexers cache.Indexers // for every later generation, including those added at run time
 	live     *shardGeneration
 	pending  *shardGeneration
 	handlers []*shardHandler
@@ -69,10 +71,10 @@ type deferredNarrowing struct {
 // shardGeneration is one informer on one shard.
 type shardGeneration struct {
 	id       uint64
-	lw       *ShardedListWatch
-	informer SharedIndexInformer
-	regs     []ResourceEventHandlerRegistration // guarded by MembershipInformer.mu
-	synced   chan struct{}                      // closed once informer and regs have synced
+	lw       *ListWatch
+	informer cache.SharedIndexInformer
+	regs     []cache.ResourceEventHandlerRegistration // guarded by MembershipInformer.mu
+	synced   chan struct{}                            // closed once informer and regs have synced
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	// narrowed is set once the shard has narrowed: until then every object the informer
@@ -98,7 +100,7 @@ func (s shardSweeper) sweep(obj any) {
 
 // owns reports whether obj, or the object a tombstone carries, belongs to g's current shard.
 func (g *shardGeneration) owns(obj any) bool {
-	if tomb, ok := obj.(DeletedFinalStateUnknown); ok {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
 	o, ok := obj.(runtime.Object)
@@ -108,7 +110,7 @@ func (g *shardGeneration) owns(obj any) bool {
 // NewMembershipInformer returns an informer on lw whose shard follows the Membership built
 // from membership, which must leave OnChange nil: the informer sets it. exampleObject, resync
 // and indexers are those of NewSharedIndexInformer.
-func NewMembershipInformer(lw ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers Indexers, membership MembershipOptions) (*MembershipInformer, error) {
+func NewMembershipInformer(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers, membership MembershipOptions) (*MembershipInformer, error) {
 	if lw == nil {
 		return nil, errors.New("membership informer: nil ListerWatcher")
 	}
@@ -116,7 +118,7 @@ func NewMembershipInformer(lw ListerWatcher, exampleObject runtime.Object, resyn
 		return nil, errors.New("membership informer: leave MembershipOptions.OnChange nil, the informer sets it")
 	}
 	mi := &MembershipInformer{base: lw, example: exampleObject, resync: resync, indexers: maps.Clone(indexers),
-		shards: make(chan Shard, 1), emptyStore: NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{})}
+		shards: make(chan Shard, 1), emptyStore: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})}
 	membership.OnChange = mi.offer
 	m, err := NewMembership(membership)
 	if err != nil {
@@ -240,7 +242,7 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 		mi.narrowSoon(g, shard)
 		return
 	}
-	slw, err := NewShardedListWatch(mi.base, shard)
+	slw, err := NewListWatch(mi.base, shard)
 	if err != nil { // Membership hands out only valid shards
 		klog.FromContext(ctx).Error(err, "Membership informer: keeping the previous shard")
 		return
@@ -248,7 +250,7 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 	mi.mu.Lock()
 	mi.lastID++
 	g := &shardGeneration{id: mi.lastID, lw: slw, synced: make(chan struct{}),
-		informer: NewSharedIndexInformer(slw, mi.example, mi.resync, maps.Clone(mi.indexers))}
+		informer: cache.NewSharedIndexInformer(slw, mi.example, mi.resync, maps.Clone(mi.indexers))}
 	handlers := slices.Clone(mi.handlers)
 	for _, h := range handlers {
 		reg, err := g.informer.AddEventHandler(h.from(g))
@@ -338,7 +340,7 @@ func (g *shardGeneration) stop() {
 // AddEventHandler adds a handler that receives the live generation's notifications, and the
 // differences described on MembershipInformer at each switch. A handler added after the first
 // generation started first receives an add for each object the live generation holds.
-func (mi *MembershipInformer) AddEventHandler(handler ResourceEventHandler) error {
+func (mi *MembershipInformer) AddEventHandler(handler cache.ResourceEventHandler) error {
 	h := &shardHandler{handler: handler, view: map[string]any{}}
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
@@ -371,9 +373,9 @@ func (mi *MembershipInformer) HasSynced() bool {
 	return g != nil && mi.generationSynced(g)
 }
 
-// ShardedListWatch returns the live generation's ListerWatcher, whose Selector and Mode
+// ListWatch returns the live generation's ListerWatcher, whose Selector and Mode
 // describe the shard being served, or nil before the first shard arrives.
-func (mi *MembershipInformer) ShardedListWatch() *ShardedListWatch {
+func (mi *MembershipInformer) ListWatch() *ListWatch {
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
 	if mi.live == nil {
@@ -385,12 +387,12 @@ func (mi *MembershipInformer) ShardedListWatch() *ShardedListWatch {
 // GetIndexer returns an Indexer that reads the live generation's cache, whichever that is
 // when it is called: listers built on it once keep following the shard. Indexers added
 // through it apply to later generations too.
-func (mi *MembershipInformer) GetIndexer() Indexer { return liveIndexer{mi} }
+func (mi *MembershipInformer) GetIndexer() cache.Indexer { return liveIndexer{mi} }
 
 // GetStore returns GetIndexer as a Store.
-func (mi *MembershipInformer) GetStore() Store { return liveIndexer{mi} }
+func (mi *MembershipInformer) GetStore() cache.Store { return liveIndexer{mi} }
 
-func (mi *MembershipInformer) liveIndexer() Indexer {
+func (mi *MembershipInformer) liveIndexer() cache.Indexer {
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
 	if mi.live == nil {
@@ -400,7 +402,7 @@ func (mi *MembershipInformer) liveIndexer() Indexer {
 }
 
 // addIndexers records indexers for later generations and adds them to the running ones.
-func (mi *MembershipInformer) addIndexers(indexers Indexers) error {
+func (mi *MembershipInformer) addIndexers(indexers cache.Indexers) error {
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
 	var errs []error
@@ -413,7 +415,7 @@ func (mi *MembershipInformer) addIndexers(indexers Indexers) error {
 		return err
 	}
 	if mi.indexers == nil {
-		mi.indexers = Indexers{}
+		mi.indexers = cache.Indexers{}
 	}
 	maps.Copy(mi.indexers, indexers)
 	return nil

@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"flag"
@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// ShardFromOrdinal returns shard ordinal of count for a StatefulSet pod: podName is its name
+// FromOrdinal returns shard ordinal of count for a StatefulSet pod: podName is its name
 // (or hostname), which ends in "-<ordinal>", as in kube-state-metrics' automatic sharding.
-func ShardFromOrdinal(podName string, count int) (Shard, error) {
+func FromOrdinal(podName string, count int) (Shard, error) {
 	i := strings.LastIndexByte(podName, '-')
 	ordinal, err := strconv.Atoi(podName[i+1:])
 	if i < 0 || err != nil || ordinal < 0 {
@@ -30,5 +30,5 @@ func (s *Shard) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&s.Index, "shard-index", s.Index, "this replica's shard, 0 <= index < count")
 	fs.IntVar(&s.Count, "shard-count", s.Count, "number of shards the collection is split into")
-	fs.StringVar(&s.Field, "shard-field", s.Field, "field hashed to pick the shard: "+ShardByUID+" (default) or "+ShardByNamespace)
+	fs.StringVar(&s.Field, "shard-field", s.Field, "field hashed to pick the shard: "+ByUID+" (default) or "+ByNamespace)
 }

@@ -1,4 +1,4 @@
-package cache
+package sharding
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/openinformer/cache"
 	"github.com/openinformer/cache/fake"
 )
 
@@ -54,7 +55,7 @@ func (h *viewHandler) OnUpdate(oldObj, newObj any) {
 }
 
 func (h *viewHandler) OnDelete(obj any) {
-	if tomb, ok := obj.(DeletedFinalStateUnknown); ok {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
 	h.change(obj, func(key, _ string, known bool) string {
@@ -109,7 +110,7 @@ func newMemberInformerGroup(t *testing.T) *memberInformerGroup {
 
 func (g *memberInformerGroup) start(id string) {
 	server := &listCounter{Server: g.server}
-	mi, err := NewMembershipInformer(server, &v1.Pod{}, 0, Indexers{}, MembershipOptions{
+	mi, err := NewMembershipInformer(server, &v1.Pod{}, 0, cache.Indexers{}, MembershipOptions{
 		Client: g.leases, Namespace: "kube-system", Group: "ctrl", Identity: id,
 		LeaseDuration: memberTestLease, RenewInterval: memberTestRenew, Handover: memberTestHandoff,
 	})
@@ -286,13 +287,13 @@ func (g *memberInformerGroup) assertShards() {
 	g.t.Helper()
 	ids := slices.Sorted(maps.Keys(g.replicas))
 	for i, id := range ids {
-		r, err := EvenShardRange(i, len(ids))
+		r, err := EvenRange(i, len(ids))
 		require.NoError(g.t, err)
-		want, err := Shard{Ranges: []ShardRange{r}}.Selector()
+		want, err := Shard{Ranges: []Range{r}}.Selector()
 		require.NoError(g.t, err)
-		lw := g.replicas[id].informer.ShardedListWatch()
+		lw := g.replicas[id].informer.ListWatch()
 		assert.Equal(g.t, want, lw.Selector(), "%s's shard", id)
-		assert.Equal(g.t, ShardModeServer, lw.Mode(), "%s: events of the ranges narrowed away are not taken for a server ignoring the selector", id)
+		assert.Equal(g.t, ModeServer, lw.Mode(), "%s: events of the ranges narrowed away are not taken for a server ignoring the selector", id)
 	}
 }
 
@@ -300,23 +301,23 @@ func TestMembershipInformerReadsAndIndexesFollowTheLiveGeneration(t *testing.T) 
 	defer goleak.VerifyNone(t)
 	synctest.Test(t, func(t *testing.T) {
 		s := shardTestServer(t, 40, fake.ShardSelectorsApplied, false)
-		mi, err := NewMembershipInformer(s, &v1.Pod{}, 0, Indexers{}, MembershipOptions{
+		mi, err := NewMembershipInformer(s, &v1.Pod{}, 0, cache.Indexers{}, MembershipOptions{
 			Client: k8sfake.NewClientset(), Namespace: "ns", Group: "g", Identity: "only",
 		})
 		require.NoError(t, err)
 		indexer := mi.GetIndexer()
 		assert.Empty(t, indexer.List(), "nothing before the first shard")
-		assert.Nil(t, mi.ShardedListWatch())
+		assert.Nil(t, mi.ListWatch())
 		cancel, done := runInBackground(mi.Run)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.True(t, mi.HasSynced())
 		assert.Len(t, indexer.List(), 40, "the only replica owns everything")
-		require.NoError(t, indexer.AddIndexers(Indexers{"ns": MetaNamespaceIndexFunc}))
+		require.NoError(t, indexer.AddIndexers(cache.Indexers{"ns": cache.MetaNamespaceIndexFunc}))
 		inNS0, err := indexer.ByIndex("ns", "ns0")
 		require.NoError(t, err)
 		assert.Len(t, inNS0, 8)
-		assert.Equal(t, ShardModeServer, mi.ShardedListWatch().Mode())
+		assert.Equal(t, ModeServer, mi.ListWatch().Mode())
 
 		late := &viewHandler{view: map[string]string{}}
 		require.NoError(t, mi.AddEventHandler(late))

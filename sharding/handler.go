@@ -1,17 +1,19 @@
-package cache
+package sharding
 
 import (
 	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/openinformer/cache"
 )
 
 // shardHandler carries one MembershipInformer handler across generations. Only the live
 // generation's notifications reach the handler; the pending generation's are recorded in
 // nextView so that, at the switch, the handler is told exactly what changed.
 type shardHandler struct {
-	handler ResourceEventHandler
+	handler cache.ResourceEventHandler
 
 	mu       sync.Mutex // held while handler runs, so the two generations never overlap in it
 	live     uint64     // generation whose notifications reach handler; 0 before the first
@@ -26,7 +28,7 @@ type shardStream struct {
 	g *shardGeneration
 }
 
-func (h *shardHandler) from(g *shardGeneration) ResourceEventHandler { return shardStream{h, g} }
+func (h *shardHandler) from(g *shardGeneration) cache.ResourceEventHandler { return shardStream{h, g} }
 
 func (s shardStream) OnAdd(obj any, isInInitialList bool) {
 	s.h.notify(s.g, obj, false, func() { s.h.handler.OnAdd(obj, isInInitialList) })
@@ -45,7 +47,7 @@ func (s shardStream) OnDelete(obj any) {
 // handler was told it left when the shard narrowed (see narrow), and checking under mu
 // orders the two.
 func (h *shardHandler) notify(g *shardGeneration, obj any, deleted bool, deliver func()) {
-	key, keyErr := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	key, keyErr := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var view map[string]any
@@ -94,7 +96,7 @@ func (h *shardHandler) narrow(g *shardGeneration) {
 		for key, obj := range h.view {
 			if !g.owns(obj) {
 				delete(h.view, key)
-				h.handler.OnDelete(DeletedFinalStateUnknown{Key: key, Obj: obj})
+				h.handler.OnDelete(cache.DeletedFinalStateUnknown{Key: key, Obj: obj})
 			}
 		}
 	case h.next:
@@ -122,7 +124,7 @@ func (h *shardHandler) promote(gen uint64) {
 	}
 	for key, prev := range h.view {
 		if _, kept := h.nextView[key]; !kept {
-			h.handler.OnDelete(DeletedFinalStateUnknown{Key: key, Obj: prev})
+			h.handler.OnDelete(cache.DeletedFinalStateUnknown{Key: key, Obj: prev})
 		}
 	}
 	h.live, h.next = gen, 0
@@ -140,7 +142,7 @@ func resourceVersionOf(obj any) string {
 // liveIndexer reads whichever generation is live at each call.
 type liveIndexer struct{ mi *MembershipInformer }
 
-var _ Indexer = liveIndexer{}
+var _ cache.Indexer = liveIndexer{}
 
 func (l liveIndexer) Add(obj any) error    { return l.mi.liveIndexer().Add(obj) }
 func (l liveIndexer) Update(obj any) error { return l.mi.liveIndexer().Update(obj) }
@@ -171,5 +173,5 @@ func (l liveIndexer) ListIndexFuncValues(name string) []string {
 func (l liveIndexer) ByIndex(name, value string) ([]any, error) {
 	return l.mi.liveIndexer().ByIndex(name, value)
 }
-func (l liveIndexer) GetIndexers() Indexers               { return l.mi.liveIndexer().GetIndexers() }
-func (l liveIndexer) AddIndexers(indexers Indexers) error { return l.mi.addIndexers(indexers) }
+func (l liveIndexer) GetIndexers() cache.Indexers               { return l.mi.liveIndexer().GetIndexers() }
+func (l liveIndexer) AddIndexers(indexers cache.Indexers) error { return l.mi.addIndexers(indexers) }
