@@ -119,8 +119,8 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 			return res, fmt.Errorf("%s synced %d pods, want %d", v, rep.Pods, len(refs))
 		}
 		res.sync[v] = rep
-		fmt.Printf("  %-18s synced %d pods: %.2fs wall, %.2fs CPU, %.0f MB allocated, peak %.0f MB, steady %.0f MB\n",
-			v, rep.Pods, rep.WallSec, rep.CPUSec, mb(rep.AllocBytes), mb(rep.PeakLive), mb(rep.SteadyLive))
+		fmt.Printf("  %-18s synced %d pods: %.2fs wall, %.2fs CPU, %.0f MB allocated, peak live %.0f MB (heap %.0f MB), steady %.0f MB\n",
+			v, rep.Pods, rep.WallSec, rep.CPUSec, mb(rep.AllocBytes), mb(rep.PeakLive), mb(rep.PeakHeap), mb(rep.SteadyLive))
 	}
 	for _, ch := range children {
 		fmt.Fprintln(ch.in, "start")

@@ -95,9 +95,13 @@ type syncReport struct {
 	CPUSec     float64
 	AllocBytes uint64
 	// BaseLive, PeakLive and SteadyLive are the live heap (as of the last
-	// GC) before the informer started, at its highest during the sync, and
+	// GC) before the informer started, at its highest during the sync (at
+	// least SteadyLive: those objects were live when the sync ended), and
 	// after the sync and a forced GC.
 	BaseLive, PeakLive, SteadyLive uint64
+	// PeakHeap is the highest heap in objects, garbage not yet swept
+	// included, during the sync: what the process's memory has to hold.
+	PeakHeap uint64
 }
 
 // steadyReport is what the steady update phase cost the informer process.
@@ -124,7 +128,7 @@ func runInformer(c config) error {
 	runtime.GC()
 	before := sample()
 	stopSampler := make(chan struct{})
-	peak := make(chan uint64)
+	peak := make(chan peaks)
 	go samplePeak(stopSampler, peak)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -136,12 +140,14 @@ func runInformer(c config) error {
 	wall := time.Since(start)
 	synced := sample()
 	close(stopSampler)
+	p := <-peak
 	r := syncReport{Variant: c.variant, Pods: count(), WallSec: wall.Seconds(),
 		CPUSec: synced.cpu - before.cpu, AllocBytes: synced.allocBytes - before.allocBytes,
-		BaseLive: before.live, PeakLive: max(<-peak, synced.live)}
+		BaseLive: before.live, PeakHeap: p.heap}
 	runtime.GC()
 	runtime.GC()
 	r.SteadyLive = sample().live
+	r.PeakLive = max(p.live, synced.live, r.SteadyLive)
 	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
 		return err
 	}
@@ -180,20 +186,24 @@ func sample() counters {
 	return counters{cpu: cpu, allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64()}
 }
 
-// samplePeak reports the highest live heap seen every 2 ms until stop.
-func samplePeak(stop <-chan struct{}, out chan<- uint64) {
-	ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	var peak uint64
+// peaks are the highest live heap and heap in objects seen.
+type peaks struct{ live, heap uint64 }
+
+// samplePeak reports the peaks seen every 2 ms until stop.
+func samplePeak(stop <-chan struct{}, out chan<- peaks) {
+	ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	var p peaks
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
-			out <- peak
+			out <- p
 			return
 		case <-t.C:
 			metrics.Read(ms)
-			peak = max(peak, ms[0].Value.Uint64())
+			p.live = max(p.live, ms[0].Value.Uint64())
+			p.heap = max(p.heap, ms[1].Value.Uint64())
 		}
 	}
 }

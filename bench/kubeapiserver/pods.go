@@ -142,7 +142,7 @@ func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *in
 	var res loadResult
 	var wg sync.WaitGroup
 	var sent, failed atomic.Int64
-	for range 16 {
+	for range 64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -161,13 +161,21 @@ func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *in
 	}
 	start := time.Now()
 	tick := time.NewTicker(time.Second / time.Duration(rate))
-	for time.Since(start) < d {
-		<-tick.C
-		select {
-		case jobs <- refs[*next%len(refs)]:
-			*next++
-		default:
-			res.skipped++
+	// Send what is due by the clock, so that late ticks on a loaded
+	// machine do not lower the rate; skip only when the workers lag by a
+	// second's worth.
+	for issued := int64(0); ; {
+		now := <-tick.C
+		if now.Sub(start) >= d {
+			break
+		}
+		for due := int64(now.Sub(start).Seconds() * float64(rate)); issued < due; issued++ {
+			select {
+			case jobs <- refs[*next%len(refs)]:
+				*next++
+			default:
+				res.skipped++
+			}
 		}
 	}
 	tick.Stop()

@@ -19,6 +19,7 @@ var metricsTable = []metric{
 	{"sync CPU s", "%.2f", func(s syncReport, _ steadyReport) float64 { return s.CPUSec }},
 	{"sync alloc MB", "%.0f", func(s syncReport, _ steadyReport) float64 { return mb(s.AllocBytes) }},
 	{"peak live MB", "%.0f", func(s syncReport, _ steadyReport) float64 { return mb(s.PeakLive) }},
+	{"peak heap MB", "%.0f", func(s syncReport, _ steadyReport) float64 { return mb(s.PeakHeap) }},
 	{"heap B/pod", "%.0f", func(s syncReport, _ steadyReport) float64 {
 		return float64(s.SteadyLive-min(s.BaseLive, s.SteadyLive)) / float64(s.Pods)
 	}},
