@@ -155,6 +155,7 @@ func startChild(srv *servers, variant string) (*child, error) {
 		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
 	}
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = dieWithParent()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ func startServers(c config, dir string) (*servers, error) {
 	s.etcd = exec.Command(self, "-role=etcd", "-etcd-dir="+filepath.Join(dir, "etcd"),
 		"-etcd-port="+strconv.Itoa(ports[0]), "-etcd-peer-port="+strconv.Itoa(ports[1]))
 	s.etcd.Stderr = os.Stderr
+	s.etcd.SysProcAttr = dieWithParent()
 	out, err := s.etcd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -68,6 +69,7 @@ func startServers(c config, dir string) (*servers, error) {
 	}
 	s.apiserver = exec.Command(c.apiserver, args.flags...)
 	s.apiserver.Stdout, s.apiserver.Stderr = log, log
+	s.apiserver.SysProcAttr = dieWithParent()
 	if err := s.apiserver.Start(); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("start %s: %w", c.apiserver, err)
@@ -180,6 +182,12 @@ func (s *servers) stop() {
 			<-done
 		}
 	}
+}
+
+// dieWithParent makes a child process end when the harness does, even
+// when the harness is killed before it can stop its children.
+func dieWithParent() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
 // freePorts returns n loopback ports that were free a moment ago.
