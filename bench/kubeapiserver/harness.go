@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// runHarness is the harness role: servers up, pods created, then the rounds.
+func runHarness(c config) error {
+	variants := strings.Split(c.variants, ",")
+	if c.rounds < 1 || c.pods < 1 || c.rate < 1 || len(variants) == 0 {
+		return fmt.Errorf("need -rounds, -pods, -rate ≥1 and some -variants")
+	}
+	dir := c.workDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "realserver-bench-")
+		if err != nil {
+			return err
+		}
+		dir = d
+	}
+	if !c.keep {
+		defer os.RemoveAll(dir)
+	}
+	loadStart := loadAvg()
+	began := time.Now()
+	srv, err := startServers(c, dir)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	fmt.Printf("kube-apiserver ready in %.1fs (%s)\n", time.Since(began).Seconds(), srv.host)
+	ctx := context.Background()
+	cfg := srv.restConfig()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	refs, err := createPods(ctx, cs, c.pods, c.workers)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("created %d pods in %.1fs\n", len(refs), time.Since(t0).Seconds())
+	sizes, err := measureSizes(ctx, cs)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pod protobuf size as served (%d pods read back): mean %d B, median %d B, managedFields %.1f%%"+
+		" (the fixture's own: %d B, %.1f%%)\n", sizes.count, sizes.meanBytes, sizes.medianBytes,
+		100*sizes.managedFieldsShare, sizes.fixtureBytes, 100*sizes.fixtureManagedFieldShare)
+
+	var rounds []roundResult
+	next := 0
+	for r := range c.rounds {
+		order := slices.Clone(variants)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		res, err := runRound(ctx, c, srv, cs, refs, &next, order)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", r+1, err)
+		}
+		rounds = append(rounds, res)
+		fmt.Printf("round %d done (load %s)\n", r+1, loadAvg())
+	}
+	printTables(os.Stdout, c, variants, rounds, loadStart, loadAvg())
+	return nil
+}
+
+// roundResult is one round: every variant's sync and steady reports.
+type roundResult struct {
+	sync   map[string]syncReport
+	steady map[string]steadyReport
+	load   loadResult
+}
+
+// child is one running informer process.
+type child struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// runRound starts the variants one after another (each syncs alone, while
+// the ones before it sit idle), then runs the steady phase with all of them
+// watching, and collects their reports.
+func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interface, refs []podRef, next *int, order []string) (roundResult, error) {
+	res := roundResult{sync: map[string]syncReport{}, steady: map[string]steadyReport{}}
+	var children []*child
+	defer func() {
+		for _, ch := range children {
+			ch.in.Close()
+			_ = ch.cmd.Process.Kill()
+			_ = ch.cmd.Wait()
+		}
+	}()
+	for _, v := range order {
+		ch, err := startChild(srv, v)
+		if err != nil {
+			return res, err
+		}
+		children = append(children, ch)
+		var rep syncReport
+		if err := ch.read(&rep); err != nil {
+			return res, fmt.Errorf("%s sync: %w", v, err)
+		}
+		if rep.Pods != len(refs) {
+			return res, fmt.Errorf("%s synced %d pods, want %d", v, rep.Pods, len(refs))
+		}
+		res.sync[v] = rep
+		fmt.Printf("  %-18s synced %d pods: %.2fs wall, %.2fs CPU, %.0f MB allocated, peak live %.0f MB (heap %.0f MB), steady %.0f MB\n",
+			v, rep.Pods, rep.WallSec, rep.CPUSec, mb(rep.AllocBytes), mb(rep.PeakLive), mb(rep.PeakHeap), mb(rep.SteadyLive))
+	}
+	for _, ch := range children {
+		fmt.Fprintln(ch.in, "start")
+	}
+	res.load = drive(ctx, cs, refs, next, c.rate, c.steady)
+	// Let the last events reach every informer before the counters stop.
+	time.Sleep(3 * time.Second)
+	for _, ch := range children {
+		fmt.Fprintln(ch.in, "stop")
+	}
+	for i, ch := range children {
+		var rep steadyReport
+		if err := ch.read(&rep); err != nil {
+			return res, fmt.Errorf("%s steady: %w", order[i], err)
+		}
+		res.steady[order[i]] = rep
+		fmt.Printf("  %-18s steady: %d events, %.2fs CPU\n", order[i], rep.Events, rep.CPUSec)
+	}
+	fmt.Printf("  steady: %d updates in %.1fs (%d failed, %d skipped)\n",
+		res.load.sent, res.load.elapsed.Seconds(), res.load.failed, res.load.skipped)
+	return res, nil
+}
+
+func startChild(srv *servers, variant string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-role=informer", "-variant="+variant, "-host="+srv.host, "-token="+srv.token)
+	cmd.Env = os.Environ()
+	if strings.HasSuffix(variant, "-list") {
+		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
+	}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = dieWithParent()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	return &child{cmd: cmd, in: in, out: sc}, nil
+}
+
+// read decodes the child's next JSON line into v.
+func (ch *child) read(v any) error {
+	if !ch.out.Scan() {
+		if err := ch.out.Err(); err != nil {
+			return err
+		}
+		return io.ErrUnexpectedEOF
+	}
+	return json.Unmarshal(ch.out.Bytes(), v)
+}
+
+// loadAvg is /proc/loadavg's first three fields.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func mb(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	clientgo "k8s.io/client-go/tools/cache"
+
+	ours "github.com/openinformer/cache"
+)
+
+// defaultVariants are the informers measured, each in its own process.
+// A "-list" suffix starts it with the WatchListClient feature off, so the
+// reflector LISTs instead of streaming the initial list.
+const defaultVariants = "client-go,ours,compact-nohot,compact-hot,compact-strip,client-go-list,compact-hot-list"
+
+// informer is the part of a SharedIndexInformer the measurement uses.
+type informer interface {
+	Run(stop <-chan struct{})
+	HasSynced() bool
+}
+
+// counter counts the notifications an informer delivers, as a controller's
+// handler that enqueues a key would receive them.
+type counter struct{ adds, updates, deletes atomic.Int64 }
+
+func (c *counter) OnAdd(any, bool)   { c.adds.Add(1) }
+func (c *counter) OnUpdate(_, _ any) { c.updates.Add(1) }
+func (c *counter) OnDelete(any)      { c.deletes.Add(1) }
+func (c *counter) events() int64     { return c.adds.Load() + c.updates.Load() + c.deletes.Load() }
+
+// newInformer builds the named variant's pod informer over all namespaces,
+// listing and watching the way client-go's generated pod informer does.
+func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, func() int, error) {
+	base := strings.TrimSuffix(name, "-list")
+	list := func(ctx context.Context, o metav1.ListOptions) (apiruntime.Object, error) {
+		return cs.CoreV1().Pods("").List(ctx, o)
+	}
+	watchFn := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return cs.CoreV1().Pods("").Watch(ctx, o)
+	}
+	if base == "client-go" {
+		lw := &clientgo.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
+		inf := clientgo.NewSharedIndexInformer(clientgo.ToListWatcherWithWatchListSemantics(lw, cs),
+			&corev1.Pod{}, 0, clientgo.Indexers{clientgo.NamespaceIndex: clientgo.MetaNamespaceIndexFunc})
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return nil, nil, err
+		}
+		return inf, func() int { return len(inf.GetStore().ListKeys()) }, nil
+	}
+	opts := ours.SharedIndexInformerOptions{Indexers: ours.Indexers{ours.NamespaceIndex: ours.MetaNamespaceIndexFunc}}
+	switch base {
+	case "ours":
+	case "compact-nohot":
+		opts.Compact = &ours.CompactOptions{HotObjects: -1}
+	case "compact-hot":
+		// 1000 is today's default; spelled out so the variant keeps its meaning.
+		opts.Compact = &ours.CompactOptions{HotObjects: 1000}
+	case "compact-strip":
+		opts.Compact = &ours.CompactOptions{HotObjects: 1000}
+		opts.StripManagedFields = true
+	case "ours-strip":
+		opts.StripManagedFields = true
+	default:
+		return nil, nil, fmt.Errorf("unknown variant %q", name)
+	}
+	lw := &ours.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
+	inf := ours.NewSharedIndexInformerWithOptions(ours.ToListWatcherWithWatchListSemantics(lw, cs), &corev1.Pod{}, opts)
+	if _, err := inf.AddEventHandler(h); err != nil {
+		return nil, nil, err
+	}
+	return inf, func() int { return len(inf.GetStore().ListKeys()) }, nil
+}
+
+// syncReport is what one informer's initial sync cost, reported by the
+// informer process to the harness as one JSON line.
+type syncReport struct {
+	Variant    string
+	Pods       int
+	WallSec    float64
+	CPUSec     float64
+	AllocBytes uint64
+	// BaseLive, PeakLive and SteadyLive are the live heap (as of the last
+	// GC) before the informer started, at its highest during the sync (at
+	// least SteadyLive: those objects were live when the sync ended), and
+	// after the sync and a forced GC.
+	BaseLive, PeakLive, SteadyLive uint64
+	// PeakHeap is the highest heap in objects, garbage not yet swept
+	// included, during the sync: what the process's memory has to hold.
+	PeakHeap uint64
+}
+
+// steadyReport is what the steady update phase cost the informer process.
+type steadyReport struct {
+	Events       int64
+	CPUSec       float64
+	AllocBytes   uint64
+	AllocObjects uint64
+}
+
+// runInformer is the informer role: sync, report, then measure between the
+// harness's "start" and "stop" lines on stdin, report and exit.
+func runInformer(c config) error {
+	cs, err := kubernetes.NewForConfig(clientConfig(c.host, c.token))
+	if err != nil {
+		return err
+	}
+	h := &counter{}
+	inf, count, err := newInformer(c.variant, cs, h)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	runtime.GC()
+	before := sample()
+	stopSampler := make(chan struct{})
+	peak := make(chan peaks)
+	go samplePeak(stopSampler, peak)
+	stop := make(chan struct{})
+	defer close(stop)
+	start := time.Now()
+	go inf.Run(stop)
+	for !inf.HasSynced() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	wall := time.Since(start)
+	synced := sample()
+	close(stopSampler)
+	p := <-peak
+	r := syncReport{Variant: c.variant, Pods: count(), WallSec: wall.Seconds(),
+		CPUSec: synced.cpu - before.cpu, AllocBytes: synced.allocBytes - before.allocBytes,
+		BaseLive: before.live, PeakHeap: p.heap}
+	runtime.GC()
+	runtime.GC()
+	r.SteadyLive = sample().live
+	r.PeakLive = max(p.live, synced.live, r.SteadyLive)
+	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+		return err
+	}
+
+	in := bufio.NewScanner(os.Stdin)
+	if !in.Scan() || in.Text() != "start" {
+		return fmt.Errorf("expected start, got %q", in.Text())
+	}
+	s0, e0 := sample(), h.events()
+	if !in.Scan() || in.Text() != "stop" {
+		return fmt.Errorf("expected stop, got %q", in.Text())
+	}
+	s1, e1 := sample(), h.events()
+	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu,
+		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects})
+}
+
+// counters are the process's CPU time and allocation counters at one moment.
+type counters struct {
+	cpu                      float64
+	allocBytes, allocObjects uint64
+	live                     uint64
+}
+
+var metricNames = []string{"/gc/heap/allocs:bytes", "/gc/heap/allocs:objects", "/gc/heap/live:bytes"}
+
+func sample() counters {
+	ms := make([]metrics.Sample, len(metricNames))
+	for i, n := range metricNames {
+		ms[i].Name = n
+	}
+	metrics.Read(ms)
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return counters{cpu: cpu, allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64()}
+}
+
+// peaks are the highest live heap and heap in objects seen.
+type peaks struct{ live, heap uint64 }
+
+// samplePeak reports the peaks seen every 2 ms until stop.
+func samplePeak(stop <-chan struct{}, out chan<- peaks) {
+	ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	var p peaks
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			out <- p
+			return
+		case <-t.C:
+			metrics.Read(ms)
+			p.live = max(p.live, ms[0].Value.Uint64())
+			p.heap = max(p.heap, ms[1].Value.Uint64())
+		}
+	}
+}
