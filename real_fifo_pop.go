@@ -77,8 +77,11 @@ func (f *RealFIFO) takeBatchLocked() []Delta {
 }
 
 // batchLenLocked measures the run of deltas at the head that form one batch:
-// it ends before a key seen earlier in the run (by hash, so a collision
-// only ends it early) and after a delta without a key.
+// it ends before a delta that cannot share a batch and, with client-go
+// v0.37, before a key seen earlier in the run (by hash, so a collision only
+// ends it early) and after a delta without a key. Client-go v0.38 lets a
+// batch hold several deltas of one object (the store applies them oldest
+// first), so with it only the delta types end a batch.
 func (f *RealFIFO) batchLenLocked() int {
 	limit := min(f.items.Len(), realFIFOBatchSize)
 	if f.sync.initial > 0 {
@@ -86,6 +89,9 @@ func (f *RealFIFO) batchLenLocked() int {
 	}
 	if limit == 1 || !isBatchable(f.items.At(0).Type) {
 		return 1
+	}
+	if clientGoV038 {
+		return f.batchableRunLocked(limit)
 	}
 	f.batchSeen.reset(limit)
 	for i := 0; i < limit; i++ {
@@ -98,6 +104,17 @@ func (f *RealFIFO) batchLenLocked() int {
 			return i + 1
 		}
 		if !f.batchSeen.add(p.hash(f.keySeed)) {
+			return i
+		}
+	}
+	return limit
+}
+
+// batchableRunLocked is the number of deltas, up to limit, at the head whose
+// types may share a batch.
+func (f *RealFIFO) batchableRunLocked(limit int) int {
+	for i := 1; i < limit; i++ {
+		if !isBatchable(f.items.At(i).Type) {
 			return i
 		}
 	}

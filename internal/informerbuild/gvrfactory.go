@@ -65,19 +65,44 @@ func (f *GVRFactory) StartWithContext(ctx context.Context) {
 // WaitForCacheSync waits for each started informer in turn to sync, until
 // stopCh closes, and reports which did.
 func (f *GVRFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
+	res := map[schema.GroupVersionResource]bool{}
+	for gvr, informer := range f.started() {
+		res[gvr] = cache.WaitForCacheSync(stopCh, informer.HasSynced)
+	}
+	return res
+}
+
+// waitSynced waits, without polling, until every started informer has
+// synced or ctx ends, and reports each one's state and, if any has not
+// synced, why waiting stopped (context.Cause of ctx).
+func (f *GVRFactory) waitSynced(ctx context.Context) (map[schema.GroupVersionResource]bool, error) {
+	started := f.started()
+	checkers := make([]cache.DoneChecker, 0, len(started))
+	for _, informer := range started {
+		checkers = append(checkers, informer.HasSyncedChecker())
+	}
+	cache.WaitFor(ctx, "", checkers...)
+	synced := make(map[schema.GroupVersionResource]bool, len(started))
+	var err error
+	for gvr, informer := range started {
+		if synced[gvr] = informer.HasSynced(); !synced[gvr] {
+			err = context.Cause(ctx)
+		}
+	}
+	return synced, err
+}
+
+// started returns the informers Start has run, by resource.
+func (f *GVRFactory) started() map[schema.GroupVersionResource]cache.SharedIndexInformer {
 	f.lock.Lock()
+	defer f.lock.Unlock()
 	started := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 	for gvr, informer := range f.informers {
 		if f.runs.StartedLocked(gvr) {
 			started[gvr] = informer.Informer()
 		}
 	}
-	f.lock.Unlock()
-	res := map[schema.GroupVersionResource]bool{}
-	for gvr, informer := range started {
-		res[gvr] = cache.WaitForCacheSync(stopCh, informer.HasSynced)
-	}
-	return res
+	return started
 }
 
 // Shutdown stops starting informers and waits for the started ones to
