@@ -114,14 +114,18 @@ memratio:
 demo-sharded:
 	$(GO) run ./examples/sharded
 
-## generate: regenerate informers/zz_generated.go (the typed factory's group
-## accessors and ForResource table) from the client-go go.mod requires.
+## generate: regenerate the typed factory's group accessors and ForResource
+## table from client-go's informers, one file per minor: zz_generated.go from
+## go.mod's client-go, zz_generated_v038.go (tag clientgo_v038) from go.next.mod's.
+GENERATE_NEXT := -modfile go.next.mod -tags clientgo_v038 -o informers/zz_generated_v038.go
 generate:
-	$(GO) run ./internal/cmd/informersgen
+	$(GO) run ./internal/cmd/informersgen -tags '!clientgo_v038'
+	$(NEXT_GO) run ./internal/cmd/informersgen $(GENERATE_NEXT)
 
-## generate-check: fail if informers/zz_generated.go is stale (used by CI).
+## generate-check: fail if a generated file is stale (used by CI).
 generate-check:
-	$(GO) run ./internal/cmd/informersgen -check
+	$(GO) run ./internal/cmd/informersgen -tags '!clientgo_v038' -check
+	$(NEXT_GO) run ./internal/cmd/informersgen $(GENERATE_NEXT) -check
 
 ## upstream-tests: client-go's own tests for dynamicinformer and
 ## metadatainformer, copied from the module cache, against ours (used by CI).

@@ -117,6 +117,7 @@ func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInforme
 		ObjectDescription:       "",                              // reflector logs name the example object's type
 		Identifier:              cache.InformerNameAndResource{}, // no informer metrics
 		InformerMetricsProvider: nil,                             // the process-wide one (SetInformerMetricsProvider)
+		ShardSelector:           nil,                             // every object (client-go v0.38's field; this module has it on v0.37 too)
 		// openinformer's: each zero value behaves like client-go, log lines included
 		MaxPendingNotificationsPerHandler: 0,     // backlogs unbounded
 		HandlerMetricsProvider:            nil,   // the process-wide one (SetHandlerMetricsProvider), by default none

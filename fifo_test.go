@@ -453,8 +453,8 @@ func (m *realFIFOModel) PopBatch(batch ProcessBatchFunc, single PopProcessFunc) 
 		seen := map[string]bool{}
 		for i := 0; i < len(m.queue) && i < 1000 && (m.initial == 0 || i < m.initial); i++ {
 			k, _ := queueModelKey(m.queue[i].Object)
-			if !queueModelIsBatchable(m.queue[i].Type) || seen[k] {
-				break
+			if !queueModelIsBatchable(m.queue[i].Type) || (seen[k] && !clientGoV038) {
+				break // v0.38 lets a batch repeat a key
 			}
 			seen[k] = true
 			n = i + 1
