@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	clientdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
@@ -57,6 +58,12 @@ func WithTweakListOptions(tweak TweakListOptionsFunc) SharedInformerOption {
 // Several are applied in order.
 func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
 	return func(s *settings) { s.build.Adjust = append(s.build.Adjust, fn) }
+}
+
+// WithShardSelector restricts every informer to the objects selector
+// matches, as client-go v0.38's option of the same name does.
+func WithShardSelector(selector apisharding.Selector) SharedInformerOption {
+	return func(s *settings) { s.build.ShardSelector = selector }
 }
 
 // WithShard restricts each resource's informer to the shard fn returns for

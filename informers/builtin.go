@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers/internalinterfaces"
@@ -26,12 +27,12 @@ import (
 // identity for the factory's name. Called with f.lock held.
 func (f *sharedInformerFactory) newInformer(obj apiruntime.Object, newFunc internalinterfaces.NewInformerFunc, resync time.Duration) cache.SharedIndexInformer {
 	if !isGeneratedConstructor(newFunc) {
-		return newFunc(f.client, resync)
+		return f.withSelector(obj, newFunc(f.client, resync))
 	}
 	res, ok := f.builtin(reflect.TypeOf(obj))
 	if !ok {
 		utilruntime.HandleError(fmt.Errorf("informers: %T is not a resource of a group accessor of this factory used so far (or of the client-go it was generated for), so its informer is client-go's", obj))
-		return newFunc(f.client, resync)
+		return f.withSelector(obj, newFunc(f.client, resync))
 	}
 	opts := cache.SharedIndexInformerOptions{
 		ResyncPeriod: resync,
@@ -39,6 +40,26 @@ func (f *sharedInformerFactory) newInformer(obj apiruntime.Object, newFunc inter
 		Identifier:   f.informerName.WithResource(res.gvr),
 	}
 	return f.build.informer(obj, res.listWatch(f.client, f.namespace, f.tweakListOptions), opts)
+}
+
+// withSelector gives an informer the factory did not build itself the
+// factory's shard selector, as client-go v0.38's factory does, reporting
+// the informer's refusal instead of dropping it.
+func (f *sharedInformerFactory) withSelector(obj apiruntime.Object, informer cache.SharedIndexInformer) cache.SharedIndexInformer {
+	if f.build.selector == nil {
+		return informer
+	}
+	setter, ok := informer.(interface {
+		SetShardSelector(apisharding.Selector) error
+	})
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("informers: the informer for %T (%T) cannot take a shard selector", obj, informer))
+		return informer
+	}
+	if err := setter.SetShardSelector(f.build.selector); err != nil {
+		utilruntime.HandleError(fmt.Errorf("informers: shard selector of the informer for %T: %w", obj, err))
+	}
+	return informer
 }
 
 // isGeneratedConstructor reports whether newFunc is the defaultInformer

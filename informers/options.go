@@ -5,6 +5,7 @@ import (
 	build "github.com/openinformer/cache/internal/informerbuild"
 	"github.com/openinformer/cache/sharding"
 	"k8s.io/apimachinery/pkg/runtime"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 )
 
 // buildOptions are openinformer's settings for the informers the factory
@@ -12,6 +13,8 @@ import (
 type buildOptions struct {
 	adjust []func(obj runtime.Object, opts *cache.SharedIndexInformerOptions)
 	shard  func(obj runtime.Object) *sharding.Shard
+	// selector is every informer's shard selector (WithShardSelector).
+	selector apisharding.Selector
 }
 
 // WithInformerOptions has fn adjust the options of every informer the
@@ -26,6 +29,18 @@ type buildOptions struct {
 func WithInformerOptions(fn func(obj runtime.Object, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
 	return func(f *sharedInformerFactory) *sharedInformerFactory {
 		f.build.adjust = append(f.build.adjust, fn)
+		return f
+	}
+}
+
+// WithShardSelector restricts every informer the factory hands out to the
+// objects selector matches, as client-go v0.38's option of the same name
+// does: the informers it builds get it as their ShardSelector, and one made
+// by a caller's newFunc passed to InformerFor gets it through
+// SetShardSelector, whose error is reported.
+func WithShardSelector(selector apisharding.Selector) SharedInformerOption {
+	return func(f *sharedInformerFactory) *sharedInformerFactory {
+		f.build.selector = selector
 		return f
 	}
 }
@@ -45,6 +60,7 @@ func (b buildOptions) informer(obj runtime.Object, lw cache.ListerWatcher, opts 
 		shard = b.shard(obj)
 	}
 	return build.Informer(lw, obj, opts, func(o *cache.SharedIndexInformerOptions) {
+		o.ShardSelector = b.selector
 		for _, fn := range b.adjust {
 			fn(obj, o)
 		}

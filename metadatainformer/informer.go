@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/watch"
 	clientinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
@@ -52,6 +53,12 @@ func WithTransform(transform cache.TransformFunc) SharedInformerOption {
 // Several are applied in order.
 func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
 	return func(s *settings) *settings { s.build.Adjust = append(s.build.Adjust, fn); return s }
+}
+
+// WithShardSelector restricts every informer to the objects selector
+// matches, as client-go v0.38's option of the same name does.
+func WithShardSelector(selector apisharding.Selector) SharedInformerOption {
+	return func(s *settings) *settings { s.build.ShardSelector = selector; return s }
 }
 
 // WithShard restricts each resource's informer to the shard fn returns for

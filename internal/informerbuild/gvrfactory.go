@@ -8,6 +8,7 @@ import (
 	"github.com/openinformer/cache/sharding"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientinformers "k8s.io/client-go/informers"
 )
@@ -121,6 +122,9 @@ type Options struct {
 	Adjust []func(schema.GroupVersionResource, *cache.SharedIndexInformerOptions)
 	// Shard, when set, returns the shard of a resource (nil: all of it).
 	Shard func(schema.GroupVersionResource) *sharding.Shard
+	// ShardSelector, when set, is every informer's ShardSelector (client-go
+	// v0.38's WithShardSelector).
+	ShardSelector apisharding.Selector
 }
 
 // Informer is the package-level Informer with o applied for gvr.
@@ -130,6 +134,7 @@ func (o Options) Informer(gvr schema.GroupVersionResource, lw cache.ListerWatche
 		shard = o.Shard(gvr)
 	}
 	return Informer(lw, obj, opts, func(opts *cache.SharedIndexInformerOptions) {
+		opts.ShardSelector = o.ShardSelector
 		for _, fn := range o.Adjust {
 			fn(gvr, opts)
 		}
