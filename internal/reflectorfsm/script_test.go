@@ -3,7 +3,6 @@ package reflectorfsm
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,12 +31,7 @@ import (
 //
 // CLASS is one of expired, gone, toolarge, 429, refused, internal, other.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
-	}
+	script.RunAll(t, "testdata/*.txt", runScript)
 }
 
 func runScript(t *testing.T, file string) {

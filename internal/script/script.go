@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,19 @@ func write(t testing.TB, path string, blocks []Block, got []string) {
 	}
 	if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RunAll runs run as a subtest for every script file matching pattern
+// (testdata/*.txt, say), named by its base name; no match fails t, so a
+// moved testdata directory cannot pass by running nothing.
+func RunAll(t *testing.T, pattern string, run func(t *testing.T, file string)) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts match %s (err %v)", pattern, err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) { run(t, file) })
 	}
 }
