@@ -114,19 +114,7 @@ func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, name
 		Indexers:          indexers,
 		ObjectDescription: gvr.String(),
 	})
-	return &dynamicInformer{informer: informer, gvr: gvr}
-}
-
-// dynamicInformer is an informer of unstructured objects with its lister.
-type dynamicInformer struct {
-	informer cache.SharedIndexInformer
-	gvr      schema.GroupVersionResource
-}
-
-// Informer returns the shared informer.
-func (d *dynamicInformer) Informer() cache.SharedIndexInformer { return d.informer }
-
-// Lister lists and gets from the informer's cache.
-func (d *dynamicInformer) Lister() cache.GenericLister {
-	return dynamiclister.NewRuntimeObjectShim(dynamiclister.New(d.informer.GetIndexer(), d.gvr))
+	return &build.GenericInformer{Shared: informer, NewLister: func(indexer cache.Indexer) cache.GenericLister {
+		return dynamiclister.NewRuntimeObjectShim(dynamiclister.New(indexer, gvr))
+	}}
 }

@@ -111,19 +111,7 @@ func newInformer(client metadata.Interface, gvr schema.GroupVersionResource, nam
 			return client.Resource(gvr).Namespace(namespace).Watch(ctx, opts)
 		})
 	informer := o.Informer(gvr, lw, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})
-	return &metadataInformer{informer: informer, gvr: gvr}
-}
-
-// metadataInformer is an informer of object metadata with its lister.
-type metadataInformer struct {
-	informer cache.SharedIndexInformer
-	gvr      schema.GroupVersionResource
-}
-
-// Informer returns the shared informer.
-func (d *metadataInformer) Informer() cache.SharedIndexInformer { return d.informer }
-
-// Lister lists and gets from the informer's cache.
-func (d *metadataInformer) Lister() cache.GenericLister {
-	return metadatalister.NewRuntimeObjectShim(metadatalister.New(d.informer.GetIndexer(), d.gvr))
+	return &build.GenericInformer{Shared: informer, NewLister: func(indexer cache.Indexer) cache.GenericLister {
+		return metadatalister.NewRuntimeObjectShim(metadatalister.New(indexer, gvr))
+	}}
 }
