@@ -162,12 +162,6 @@ func (p *sharedProcessor) distribute(ns []notification, sync []bool) {
 	}
 }
 
-// distributeOne is distribute for a single notification.
-func (p *sharedProcessor) distributeOne(n notification, isSync bool) {
-	ns, sync := [1]notification{n}, [1]bool{isSync}
-	p.distribute(ns[:], sync[:])
-}
-
 // markSynced records that the informer synced and tells every listener;
 // listeners added later read it from cfg.synced.
 func (p *sharedProcessor) markSynced() {

@@ -646,3 +646,9 @@ func TestStampAgeAcrossWrap(t *testing.T) {
 		assert.Equal(t, 24*time.Hour, s.age(at+24*time.Hour), "at %v", at)
 	}
 }
+
+// distributeOne is distribute for a single notification.
+func (p *sharedProcessor) distributeOne(n notification, isSync bool) {
+	ns, sync := [1]notification{n}, [1]bool{isSync}
+	p.distribute(ns[:], sync[:])
+}
