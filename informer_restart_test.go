@@ -3,12 +3,14 @@ package cache
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
@@ -216,4 +218,106 @@ func TestWarmRestartEqualsAColdSync(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Every case a snapshot cannot be used in falls back to a fresh sync, from
+// a consistent read, logged once at Info with its reason (a first start at
+// V(2)): cache and handlers get exactly a cold sync's, nothing the snapshot
+// held survives.
+func TestWarmRestartFallbacks(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cases := []struct {
+		name, reason string
+		// down changes the world while the informer is down; it returns
+		// the server to restart against.
+		down func(t *testing.T, srv *fake.Server, path string, opts *SharedIndexInformerOptions) *fake.Server
+	}{
+		{"first start", "no snapshot", func(t *testing.T, srv *fake.Server, path string, _ *SharedIndexInformerOptions) *fake.Server {
+			require.NoError(t, os.Remove(path))
+			return srv
+		}},
+		{"410", "snapshot older than the server's watch window", func(t *testing.T, srv *fake.Server, _ string, _ *SharedIndexInformerOptions) *fake.Server {
+			srv.Compact()
+			return srv
+		}},
+		{"foreign scope", "snapshot unusable", func(_ *testing.T, srv *fake.Server, _ string, opts *SharedIndexInformerOptions) *fake.Server {
+			opts.Snapshot.Scope = &SnapshotScope{LabelSelector: "app=x"}
+			return srv
+		}},
+		{"another version", "snapshot unusable", func(_ *testing.T, srv *fake.Server, _ string, opts *SharedIndexInformerOptions) *fake.Server {
+			opts.Snapshot.Version = "2"
+			return srv
+		}},
+		{"other indexes", "snapshot unusable", func(_ *testing.T, srv *fake.Server, _ string, opts *SharedIndexInformerOptions) *fake.Server {
+			opts.Indexers = Indexers{NamespaceIndex: MetaNamespaceIndexFunc}
+			return srv
+		}},
+		{"corrupt", "snapshot unusable", func(t *testing.T, srv *fake.Server, path string, _ *SharedIndexInformerOptions) *fake.Server {
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			data[len(data)-20] ^= 0xff
+			require.NoError(t, os.WriteFile(path, data, 0o600))
+			return srv
+		}},
+		{"truncated", "snapshot unusable", func(t *testing.T, srv *fake.Server, path string, _ *SharedIndexInformerOptions) *fake.Server {
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, data[:len(data)/2], 0o600))
+			return srv
+		}},
+		{"newer than the server", "snapshot newer than the server", func(t *testing.T, _ *fake.Server, _ string, _ *SharedIndexInformerOptions) *fake.Server {
+			fresh := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: true})
+			must(t)(fresh.Create(labeledPod("z", "1")))
+			return fresh
+		}},
+		{"timed out", "catch-up timed out", func(_ *testing.T, srv *fake.Server, _ string, opts *SharedIndexInformerOptions) *fake.Server {
+			// A quiet resource: only the watch's pre-timeout bookmark,
+			// 1 s after it opens, would pass the target.
+			srv.AdvanceResourceVersion(5)
+			opts.Snapshot.CatchUpTimeout = 500 * time.Millisecond
+			return srv
+		}},
+	}
+	for _, tc := range cases {
+		for _, compactStore := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/compact=%v", tc.name, compactStore), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { testFallback(t, compactStore, tc.reason, tc.down) })
+			})
+		}
+	}
+}
+
+func testFallback(t *testing.T, compactStore bool, reason string, down func(*testing.T, *fake.Server, string, *SharedIndexInformerOptions) *fake.Server) {
+	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: true})
+	for _, n := range []string{"a", "b", "c"} {
+		must(t)(srv.Create(labeledPod(n, "1")))
+	}
+	path := filepath.Join(t.TempDir(), "pods.snap")
+	opts := snapshotOptions(path, compactStore)
+	startWithSnapshot(t, srv, opts).stop()
+	must(t)(srv.Update(labeledPod("a", "2")))
+	must(t)(srv.Delete("ns", "b"))
+	srv = down(t, srv, path, &opts)
+	srv.ResetRequests()
+
+	run := startWithSnapshot(t, srv, opts)
+	defer run.stop()
+	logged := run.log.matching("Warm restart not used")
+	require.Len(t, logged, 1, "%v", run.log.matching(""))
+	assert.Contains(t, logged[0], fmt.Sprintf("%q", reason))
+	level := `"level"=0`
+	if reason == "no snapshot" {
+		level = `"level"=2`
+	}
+	assert.Contains(t, logged[0], level)
+	var lists []string
+	for _, r := range srv.Requests() {
+		if r.Kind() == fake.FullList {
+			lists = append(lists, r.Options.ResourceVersion)
+		}
+	}
+	assert.Equal(t, []string{""}, lists, "one full list, a consistent read")
+	lines, cached := coldOracle(t, srv)
+	assert.Equal(t, lines, run.rec.sorted())
+	assert.Equal(t, cached, cacheLines(run.informer.GetStore().List()))
 }
