@@ -91,19 +91,51 @@ func (l *restartLog) matching(s string) []string {
 	return out
 }
 
+// restartMetrics records SnapshotMetrics' calls.
+type restartMetrics struct {
+	mu            sync.Mutex
+	outcomes      []string
+	saved, failed int
+	objects       int
+	bytes         int64
+}
+
+func (m *restartMetrics) ObserveSnapshotSaved(_ time.Duration, bytes int64, objects int, _ time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.saved, m.bytes, m.objects = m.saved+1, bytes, objects
+}
+
+func (m *restartMetrics) ObserveSnapshotFailed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failed++
+}
+
+func (m *restartMetrics) ObserveRestart(outcome string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outcomes = append(m.outcomes, outcome)
+}
+
 // restartRun is one run of an informer with snapshots.
 type restartRun struct {
 	informer SharedIndexInformer
 	rec      *restartRecorder
 	log      *restartLog
+	metrics  *restartMetrics
 	stop     func()
 }
 
 // startWithSnapshot runs an informer of srv's pods with opts' snapshot and
 // waits for it and its handler to sync.
 func startWithSnapshot(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptions) *restartRun {
+	run := &restartRun{rec: &restartRecorder{}, log: &restartLog{}, metrics: &restartMetrics{}}
+	so := *opts.Snapshot
+	so.Metrics = run.metrics
+	opts.Snapshot = &so
 	inf := NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, opts)
-	run := &restartRun{informer: inf, rec: &restartRecorder{}, log: &restartLog{}}
+	run.informer = inf
 	reg, err := inf.AddEventHandler(run.rec.handler())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(run.log.context(t.Context()))
@@ -191,6 +223,10 @@ func TestWarmRestartEqualsAColdSync(t *testing.T) {
 				first := startWithSnapshot(t, srv, opts)
 				first.stop()
 				require.FileExists(t, path)
+				assert.Equal(t, []string{"no snapshot"}, first.metrics.outcomes)
+				assert.Equal(t, 1, first.metrics.saved, "saved once, when stopped")
+				assert.Equal(t, 3, first.metrics.objects)
+				assert.Positive(t, first.metrics.bytes)
 
 				must(t)(srv.Update(labeledPod("a", "2")))
 				must(t)(srv.Delete("ns", "b"))
@@ -198,6 +234,7 @@ func TestWarmRestartEqualsAColdSync(t *testing.T) {
 				srv.ResetRequests()
 
 				warm := startWithSnapshot(t, srv, opts)
+				assert.Equal(t, []string{RestartSynced}, warm.metrics.outcomes)
 				counts := srv.RequestCounts()
 				assert.Zero(t, counts.FullSyncs(), "requests %+v", counts)
 				assert.Equal(t, 1, counts.ProbeLists)
@@ -310,6 +347,7 @@ func testFallback(t *testing.T, compactStore bool, reason string, down func(*tes
 		level = `"level"=2`
 	}
 	assert.Contains(t, logged[0], level)
+	assert.Equal(t, []string{reason}, run.metrics.outcomes)
 	var lists []string
 	for _, r := range srv.Requests() {
 		if r.Kind() == fake.FullList {
