@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -358,4 +359,19 @@ func testFallback(t *testing.T, compactStore bool, reason string, down func(*tes
 	lines, cached := coldOracle(t, srv)
 	assert.Equal(t, lines, run.rec.sorted())
 	assert.Equal(t, cached, cacheLines(run.informer.GetStore().List()))
+}
+
+// A ListWatch made by NewFilteredListWatchFromClient knows its scope: the
+// namespace and the selectors its modifier sets; a ListWatch made by hand
+// does not, and an informer over it takes no snapshots unless given one.
+func TestListWatchSnapshotScope(t *testing.T) {
+	lw := NewFilteredListWatchFromClient(nil, "pods", "ns", func(o *metav1.ListOptions) {
+		o.LabelSelector, o.FieldSelector = "app=web", "spec.nodeName=n1"
+	})
+	assert.Equal(t, &SnapshotScope{Namespace: "ns", LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1"}, lw.snapshotScope())
+	assert.Nil(t, (&ListWatch{}).snapshotScope())
+
+	inf := newSharedIndexInformer(&ListWatch{}, &v1.Pod{}, SharedIndexInformerOptions{Snapshot: &SnapshotOptions{Path: "x"}}, nil)
+	_, err := buildRestarter(inf, inf.lw, *inf.snapshot)
+	assert.ErrorContains(t, err, "no SnapshotOptions.Scope")
 }
