@@ -86,6 +86,11 @@ type SharedIndexInformerOptions struct {
 	// heap (see CompactOptions and the README's "Memory" section); nil, the
 	// default, keeps them decoded, as client-go does.
 	Compact *CompactOptions
+	// Snapshot saves the cache to a file, periodically and when the
+	// informer stops, and resumes from it on the next start
+	// (docs/RESTART.md); nil, the default, syncs from the server on every
+	// start, as client-go does.
+	Snapshot *SnapshotOptions
 }
 
 // NewSharedInformer returns a SharedInformer without indexes.
