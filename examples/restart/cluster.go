@@ -63,7 +63,7 @@ func (c *cluster) newPod() *corev1.Pod {
 
 // round is one restart: our informer syncs cold and saves its snapshot;
 // pods change while it is down; client-go's informer syncs cold; ours
-// restarts warm.
+// restarts warm; the restart's parts restart from the same state.
 func (c *cluster) round(ctx context.Context, path string, cfg config) ([]start, error) {
 	cold, err := runOne(ctx, oursCold, c.srv, c.wire, path)
 	if err != nil {
@@ -83,7 +83,11 @@ func (c *cluster) round(ctx context.Context, path string, cfg config) ([]start, 
 	if err != nil {
 		return nil, err
 	}
-	return []start{clientGo, cold, warm}, nil
+	components, err := runComponents(ctx, c.srv, c.wire, componentsPath(path))
+	if err != nil {
+		return nil, err
+	}
+	return []start{clientGo, cold, warm, components}, nil
 }
 
 // changeWhileDown updates half of n pods, deletes a quarter and creates a

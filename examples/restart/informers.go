@@ -22,10 +22,11 @@ const (
 	clientGoCold kind = iota
 	oursCold
 	oursWarm
+	warmComponents
 )
 
 func (k kind) String() string {
-	return [...]string{"client-go cold", "ours cold", "ours warm"}[k]
+	return [...]string{"client-go cold", "ours cold", "ours warm", "warm, components"}[k]
 }
 
 // start is what one informer start cost and what its handler saw.
@@ -39,6 +40,11 @@ type start struct {
 	// saved is the snapshot file's size after it.
 	save  time.Duration
 	saved int64
+	// componentsSave is how long the components snapshot took to write
+	// (ours cold only).
+	componentsSave time.Duration
+	// fallback is why a components restart fell back, "" if it did not.
+	fallback string
 }
 
 // newInformer builds the informer of k over lw; ours keep their objects
@@ -81,6 +87,11 @@ func runOne(ctx context.Context, k kind, srv *fake.Server, w *wire, path string)
 	s.save = time.Since(stopAt)
 	if fi, err := os.Stat(path); err == nil && k != clientGoCold {
 		s.saved = fi.Size()
+	}
+	if k == oursCold {
+		if s.componentsSave, err = saveComponents(inf.GetStore(), inf.LastSyncResourceVersion(), componentsPath(path)); err != nil {
+			return s, err
+		}
 	}
 	if !synced {
 		return s, fmt.Errorf("%v: not synced before the run ended", k)

@@ -40,7 +40,11 @@ func TestRestartDemo(t *testing.T) {
 	for _, want := range []string{"client-go cold", "ours cold", "ours warm", "time to sync", "full lists", "probes (limit=1)", "bytes read", "peak heap", "round 2"} {
 		assert.Contains(t, out, want)
 	}
-	assert.Contains(t, out, "handlers: the warm start's saw exactly client-go's cold initial list (300 adds,")
+	assert.Contains(t, out, "handlers: the ours warm start's saw exactly client-go's cold initial list (300 adds,")
+	// The restart's parts as built resume without a full sync, and hand
+	// the handler a fresh sync's initial list.
+	assert.Contains(t, out, "components: 0 full syncs;")
+	assert.Contains(t, out, "handlers: the warm, components start's saw exactly client-go's cold initial list (300 adds,")
 }
 
 // With the watch window emptied while the informer is down, the restart
@@ -49,7 +53,8 @@ func TestRestartDemoFallsBackWhenTheWindowIsGone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	out := runDemo(t, config{pods: 300, rounds: 1, compactHistory: true, dir: t.TempDir()})
 	assert.Contains(t, out, "warm restart not used: 1 full syncs")
-	assert.Contains(t, out, "handlers: the warm start's saw exactly client-go's cold initial list (300 adds,")
+	assert.Contains(t, out, "components: fell back (snapshot older than the server's watch window)")
+	assert.Contains(t, out, "handlers: the ours warm start's saw exactly client-go's cold initial list (300 adds,")
 }
 
 func TestRestartDemoRejectsBadFlags(t *testing.T) {

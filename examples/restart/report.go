@@ -33,27 +33,53 @@ func report(out io.Writer, starts []start) error {
 	row("steady heap (after GC)", func(s start) string { return size(s.cost.steady) })
 	row("initial list (adds)", func(s start) string { return fmt.Sprint(len(s.seen.initial)) })
 	row("stop, snapshot saved", func(s start) string {
-		if s.saved == 0 {
+		switch {
+		case s.componentsSave != 0:
+			return fmt.Sprintf("components: %s", seconds(s.componentsSave))
+		case s.kind == warmComponents || s.saved == 0:
 			return "-"
 		}
 		return fmt.Sprintf("%s, %s", seconds(s.save), size(uint64(s.saved)))
 	})
+	row("snapshot file", func(s start) string {
+		if s.saved == 0 {
+			return "-"
+		}
+		return size(uint64(s.saved))
+	})
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	clientGo, cold, warm := starts[0], starts[1], starts[2]
+	clientGo, warm, components := starts[0], starts[2], starts[3]
 	if warm.requests.FullSyncs() == 0 {
-		fmt.Fprintf(out, "warm restart used: no full LIST or watch-list; %s of a cold sync's bytes, %s of its informer CPU, sync in %s of its time\n",
-			ratio(float64(warm.read), float64(cold.read)), ratio(float64(warm.cost.client()), float64(cold.cost.client())), ratio(float64(warm.cost.sync), float64(cold.cost.sync)))
+		fmt.Fprintf(out, "warm restart used: no full LIST or watch-list; against client-go's cold start %s\n", ratios(warm, clientGo))
 	} else {
 		fmt.Fprintf(out, "warm restart not used: %d full syncs (the log says why; a fallback syncs as a cold start does)\n", warm.requests.FullSyncs())
 	}
-	if !sameInitialList(warm.seen, clientGo.seen) {
-		return fmt.Errorf("the warm start's handler saw another initial list than client-go's cold start's (%d adds, %d other notifications; client-go %d, %d)",
-			len(warm.seen.initial), warm.seen.others, len(clientGo.seen.initial), clientGo.seen.others)
+	if components.fallback != "" {
+		fmt.Fprintf(out, "components: fell back (%s)\n", components.fallback)
+	} else {
+		fmt.Fprintf(out, "components: %d full syncs; against client-go's cold start %s\n", components.requests.FullSyncs(), ratios(components, clientGo))
 	}
-	fmt.Fprintf(out, "handlers: the warm start's saw exactly client-go's cold initial list (%d adds, every one isInInitialList, nothing else)\n", len(warm.seen.initial))
+	for _, s := range []start{warm, components} {
+		if s.fallback != "" {
+			continue
+		}
+		if !sameInitialList(s.seen, clientGo.seen) {
+			return fmt.Errorf("the %v start's handler saw another initial list than client-go's cold start's (%d adds, %d other notifications; client-go %d, %d)",
+				s.kind, len(s.seen.initial), s.seen.others, len(clientGo.seen.initial), clientGo.seen.others)
+		}
+		fmt.Fprintf(out, "handlers: the %v start's saw exactly client-go's cold initial list (%d adds, every one isInInitialList, nothing else)\n", s.kind, len(s.seen.initial))
+	}
 	return nil
+}
+
+// ratios compares a warm start with a cold one: bytes read, the
+// informer's CPU, time to sync, peak heap over steady.
+func ratios(warm, cold start) string {
+	return fmt.Sprintf("bytes read %s, informer CPU %s, time to sync %s; peak heap %s of its steady heap",
+		ratio(float64(warm.read), float64(cold.read)), ratio(float64(warm.cost.client()), float64(cold.cost.client())),
+		ratio(float64(warm.cost.sync), float64(cold.cost.sync)), ratio(float64(warm.cost.peak), float64(warm.cost.steady)))
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }

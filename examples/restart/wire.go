@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -23,15 +24,17 @@ import (
 // encoding is the server's work: its time is kept apart, so that a client's
 // CPU can be told from the process's.
 type wire struct {
-	inner cache.ListerWatcherWithContext
-	codec *protobuf.Serializer
+	inner   cache.ListerWatcherWithContext
+	encoder runtime.Encoder
+	decoder runtime.Decoder
 	// read counts the encoded bytes delivered; serverNanos the time spent
 	// encoding them.
 	read, serverNanos atomic.Int64
 }
 
 func newWire(inner cache.ListerWatcherWithContext) *wire {
-	return &wire{inner: inner, codec: protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)}
+	pb := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	return &wire{inner: inner, encoder: scheme.Codecs.EncoderForVersion(pb, corev1.SchemeGroupVersion), decoder: pb}
 }
 
 // reset zeroes the counters before a measured start.
@@ -76,13 +79,13 @@ func (w *wire) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (w
 // carry encodes obj as the server would and decodes it as the client does.
 func (w *wire) carry(obj runtime.Object) (runtime.Object, error) {
 	start := time.Now()
-	data, err := runtime.Encode(w.codec, obj)
+	data, err := runtime.Encode(w.encoder, obj)
 	w.serverNanos.Add(int64(time.Since(start)))
 	if err != nil {
 		return nil, err
 	}
 	w.read.Add(int64(len(data)))
-	return runtime.Decode(w.codec, data)
+	return runtime.Decode(w.decoder, data)
 }
 
 // wireWatch is a watch whose events have crossed the wire. Its goroutine,
