@@ -20,12 +20,13 @@ type cluster struct {
 	srv   *fake.Server
 	wire  *wire
 	names []string // live pods as namespace/name, in creation order
+	used  map[string]bool
 	pods  *fixtures.PodSource
 	next  int
 }
 
 func newCluster(cfg config) (*cluster, error) {
-	c := &cluster{}
+	c := &cluster{used: map[string]bool{}}
 	if cfg.realistic {
 		c.pods = fixtures.NewPodSource(1)
 	}
@@ -51,6 +52,10 @@ func (c *cluster) newPod() *corev1.Pod {
 	if c.pods != nil {
 		p = c.pods.Pod(i)
 		p.ResourceVersion, p.UID = "", ""
+		if c.used[p.Namespace+"/"+p.Name] {
+			// The fixtures' five-letter suffixes repeat among 100k pods.
+			p.Name += "-" + strconv.Itoa(i)
+		}
 	} else {
 		p = &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-" + strconv.Itoa(i%5), Name: "pod-" + strconv.Itoa(i), Labels: map[string]string{"app": "demo"}},
@@ -58,6 +63,7 @@ func (c *cluster) newPod() *corev1.Pod {
 		}
 	}
 	c.names = append(c.names, p.Namespace+"/"+p.Name)
+	c.used[p.Namespace+"/"+p.Name] = true
 	return p
 }
 

@@ -27,6 +27,8 @@ type cost struct {
 	// server's included; server is the part the wire measured as the
 	// server's (listing and encoding).
 	cpu, server time.Duration
+	// sys is the system part of cpu: mostly page faults of a growing heap.
+	sys time.Duration
 	// allocated is the bytes allocated over the start.
 	allocated uint64
 	// peak and steady are the heap at its highest during the start and
@@ -41,7 +43,7 @@ func (c cost) client() time.Duration { return max(c.cpu-c.server, 0) }
 // meter measures one start: begin before Run, end once synced.
 type meter struct {
 	base, allocs uint64
-	cpu          time.Duration
+	cpu, sys     time.Duration
 	began        time.Time
 	stop         chan struct{}
 	done         sync.WaitGroup
@@ -52,7 +54,8 @@ type meter struct {
 // what is live, and starts sampling its peak on a goroutine that end stops.
 func startMeter() *meter {
 	runtime.GC()
-	m := &meter{base: read(heapMetric), allocs: read(allocMetric), cpu: processCPU(), stop: make(chan struct{})}
+	m := &meter{base: read(heapMetric), allocs: read(allocMetric), stop: make(chan struct{})}
+	m.cpu, m.sys = processCPU()
 	m.peak = m.base
 	m.done.Go(m.sample)
 	m.began = time.Now()
@@ -75,7 +78,8 @@ func (m *meter) sample() {
 // end stops sampling and returns the start's cost; the steady heap is
 // measured after a collection.
 func (m *meter) end(serverNanos int64) cost {
-	c := cost{sync: time.Since(m.began), cpu: processCPU() - m.cpu, server: time.Duration(serverNanos), allocated: read(allocMetric) - m.allocs}
+	cpu, sys := processCPU()
+	c := cost{sync: time.Since(m.began), cpu: cpu - m.cpu, sys: sys - m.sys, server: time.Duration(serverNanos), allocated: read(allocMetric) - m.allocs}
 	close(m.stop)
 	m.done.Wait()
 	m.peak = max(m.peak, read(heapMetric))
@@ -97,13 +101,14 @@ func read(name string) uint64 {
 	return s[0].Value.Uint64()
 }
 
-// processCPU is the user and system time the process has used.
-func processCPU() time.Duration {
+// processCPU is the user and system time the process has used, and the
+// system time alone.
+func processCPU() (total, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // waitSynced waits until every check passes or ctx ends, and reports which.

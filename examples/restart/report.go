@@ -27,6 +27,7 @@ func report(out io.Writer, starts []start) error {
 	row("resumed watches", func(s start) string { return fmt.Sprint(s.requests.ResumedWatches) })
 	row("bytes read (protobuf)", func(s start) string { return size(uint64(s.read)) })
 	row("CPU, process", func(s start) string { return seconds(s.cost.cpu) })
+	row("  of which system", func(s start) string { return seconds(s.cost.sys) })
 	row("CPU, informer (no server)", func(s start) string { return seconds(s.cost.client()) })
 	row("allocated", func(s start) string { return size(s.cost.allocated) })
 	row("peak heap (above before)", func(s start) string { return size(s.cost.peak) })
