@@ -21,6 +21,10 @@ type controller struct {
 	config Config
 	clock  clock.Clock
 
+	// warmStart, set before Run, supplies the reflector's first list from
+	// a snapshot (informer_restart.go).
+	warmStart func(context.Context) warmStartResult
+
 	mu        sync.RWMutex
 	reflector *Reflector
 }
@@ -57,6 +61,7 @@ func (c *controller) RunWithContext(ctx context.Context) {
 	})
 	r.ShouldResync = c.config.ShouldResync
 	r.WatchListPageSize = c.config.WatchListPageSize
+	r.warmStart = c.warmStart
 	if h := c.config.WatchErrorHandler; h != nil {
 		r.setWatchErrorHandler(func(_ context.Context, r *clientcache.Reflector, err error) { h(r, err) })
 	} else if h := c.config.WatchErrorHandlerWithContext; h != nil {
@@ -109,6 +114,16 @@ func (c *controller) LastSyncResourceVersion() string {
 		return ""
 	}
 	return c.reflector.LastSyncResourceVersion()
+}
+
+// watching reports whether the reflector is past its list, following a
+// watch: the store then holds the server's state at its version, with no
+// relist under way.
+func (c *controller) watching() bool {
+	c.mu.RLock()
+	r := c.reflector
+	c.mu.RUnlock()
+	return r != nil && r.watching()
 }
 
 // processLoop pops until ctx ends or the queue is closed. A processing

@@ -126,7 +126,7 @@ func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInforme
 		SlowHandlerThreshold:              0,     // no lag warning; cache.DefaultSlowHandlerThreshold (10 s) turns it on
 		StripManagedFields:                false, // objects cached with their managedFields
 		Compact:                           nil,   // objects cached decoded
-		Snapshot:                          nil,   // every start syncs from the server
+		Snapshot:                          nil,   // no warm restarts: every start syncs from the server (docs/RESTART.md)
 	})
 }
 

@@ -36,7 +36,15 @@ type ListWatch struct {
 	// DisableChunking is accepted for compatibility; reflectors page their
 	// lists regardless, as client-go's do.
 	DisableChunking bool
+
+	// scope is what NewFilteredListWatchFromClient's requests are
+	// restricted to, for snapshots (docs/RESTART.md); nil for a ListWatch
+	// built otherwise, whose functions may list anything.
+	scope *SnapshotScope
 }
+
+// snapshotScope is the scope the ListWatch was made for, nil if unknown.
+func (lw *ListWatch) snapshotScope() *SnapshotScope { return lw.scope }
 
 var (
 	_ ListerWatcher            = &ListWatch{}
@@ -129,7 +137,16 @@ func NewFilteredListWatchFromClient(c Getter, resource string, namespace string,
 		},
 		ListWithContextFunc:  list,
 		WatchFuncWithContext: watchFn,
+		scope:                modifiedScope(namespace, optionsModifier),
 	}
+}
+
+// modifiedScope is the scope of requests in namespace that pass through
+// optionsModifier: the selectors it sets on empty options.
+func modifiedScope(namespace string, optionsModifier func(options *metav1.ListOptions)) *SnapshotScope {
+	var o metav1.ListOptions
+	optionsModifier(&o)
+	return &SnapshotScope{Namespace: namespace, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}
 }
 
 // ToListerWithContext returns l itself if it already takes a context, else

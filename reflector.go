@@ -71,6 +71,11 @@ type Reflector struct {
 	descriptor   *clientcache.Reflector
 	useWatchList bool
 
+	// warmStart, when set, supplies the first ListAndWatch's list (a warm
+	// restart's caught-up snapshot) or asks it to list from a consistent
+	// read; it is called once.
+	warmStart func(context.Context) warmStartResult
+
 	mu      sync.RWMutex
 	machine *reflectorfsm.Machine
 
@@ -388,7 +393,11 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	}
 	run := newReflectorRun(ctx, r)
 	defer run.close()
-	act := r.step(reflectorfsm.Begin{PageSize: r.WatchListPageSize, MaxInternalErrorRetry: r.MaxInternalErrorRetryDuration})
+	begin := reflectorfsm.Begin{PageSize: r.WatchListPageSize, MaxInternalErrorRetry: r.MaxInternalErrorRetryDuration}
+	if !run.warmStart(&begin) {
+		return nil
+	}
+	act := r.step(begin)
 	for {
 		if ctx.Err() != nil && act.Abandoned() {
 			return nil
@@ -426,6 +435,13 @@ func (r *Reflector) step(in reflectorfsm.Input) reflectorfsm.Action {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.machine.Step(in)
+}
+
+// watching reports whether the reflector follows a watch after its list.
+func (r *Reflector) watching() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.machine.Watching()
 }
 
 // observe records the resource version of an applied watch event and

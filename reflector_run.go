@@ -35,12 +35,39 @@ type reflectorRun struct {
 	w        watch.Interface
 	listed   runtime.Object
 	streamed *watchListBuffer
+	// supplied is the list a warm start supplied, already transformed.
+	supplied []any
 
 	resyncTimer clock.Timer
 }
 
 func newReflectorRun(ctx context.Context, r *Reflector) *reflectorRun {
 	return &reflectorRun{ctx: ctx, r: r, logger: klog.FromContext(ctx)}
+}
+
+// warmStart runs the reflector's warm start, once, and tells begin its
+// outcome: a supplied list, or a fresh sync from a consistent read. It
+// returns false when ctx ended meanwhile.
+func (run *reflectorRun) warmStart(begin *reflectorfsm.Begin) bool {
+	r := run.r
+	r.mu.Lock()
+	ws := r.warmStart
+	r.warmStart = nil
+	r.mu.Unlock()
+	if ws == nil {
+		return true
+	}
+	res := ws(run.ctx)
+	if run.ctx.Err() != nil {
+		return false
+	}
+	if res.synced {
+		run.supplied = res.items
+		begin.Supplied, begin.SuppliedResourceVersion = true, res.rv
+	} else {
+		begin.Consistent = true
+	}
+	return true
 }
 
 func (run *reflectorRun) close() {
@@ -216,6 +243,9 @@ func (run *reflectorRun) replaceWith(rv string) reflectorfsm.Replaced {
 	if run.streamed != nil {
 		return run.replaceStreamed(rv)
 	}
+	if run.supplied != nil {
+		return run.replaceSupplied(rv)
+	}
 	list := run.listed
 	run.listed = nil
 	items, err := extractListItems(list)
@@ -224,6 +254,23 @@ func (run *reflectorRun) replaceWith(rv string) reflectorfsm.Replaced {
 	}
 	if err := run.r.store.Replace(items, rv); err != nil {
 		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to sync list result: %v", err)}
+	}
+	return reflectorfsm.Replaced{}
+}
+
+// replaceSupplied hands a warm start's list to the store in one Replace;
+// a queue of this package takes it as already transformed.
+func (run *reflectorRun) replaceSupplied(rv string) reflectorfsm.Replaced {
+	items := run.supplied
+	run.supplied = nil
+	var err error
+	if q, ok := run.r.store.(pretransformedQueue); ok {
+		err = q.replaceTransformed(items, rv)
+	} else {
+		err = run.r.store.Replace(items, rv)
+	}
+	if err != nil {
+		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to sync the snapshot's list: %v", err)}
 	}
 	return reflectorfsm.Replaced{}
 }

@@ -132,6 +132,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		defaultResync:     options.ResyncPeriod,
 		stripFields:       options.StripManagedFields,
 		shardSelector:     options.ShardSelector,
+		snapshot:          options.Snapshot,
 	}
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
@@ -173,7 +174,8 @@ type sharedIndexInformer struct {
 	identifier        InformerNameAndResource
 	metricsProvider   InformerMetricsProvider
 	clock             clock.Clock
-	stripFields       bool // set at construction, never changed
+	stripFields       bool             // set at construction, never changed
+	snapshot          *SnapshotOptions // set at construction, never changed
 
 	blockDeltas sync.Mutex
 
@@ -185,6 +187,8 @@ type sharedIndexInformer struct {
 	watchErrorHandler WatchErrorHandlerWithContext
 	transform         TransformFunc
 	shardSelector     sharding.Selector
+	// restart is the warm restart, set by start when snapshots are on.
+	restart *restarter
 }
 
 var errInformerStarted = errors.New("informer has already started")
@@ -266,7 +270,9 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 			s.processor.markSynced()
 		}
 	}()
+	saved := s.runSnapshots(ctx, ctrl)
 	ctrl.RunWithContext(ctx)
+	saved()
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
@@ -292,10 +298,11 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 		identifier:      s.identifier,
 		metricsProvider: s.metricsProvider,
 	})
+	lw := NewShardedListWatch(s.lw, s.shardSelector)
 	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer}
 	ctrl := newController(&Config{
 		Queue:             queue,
-		ListerWatcher:     NewShardedListWatch(s.lw, s.shardSelector),
+		ListerWatcher:     lw,
 		ObjectType:        s.objectType,
 		ObjectDescription: s.objectDescription,
 		FullResyncPeriod:  s.resyncCheckPeriod,
@@ -312,6 +319,12 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}, s.clock)
+	if s.snapshot != nil {
+		s.restart = newRestarter(logger, s, lw, *s.snapshot)
+	}
+	if s.restart != nil {
+		ctrl.warmStart = s.restart.warmStart
+	}
 	s.controller = ctrl
 	s.started = true
 	return ctrl, queue

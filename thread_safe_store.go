@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -345,4 +346,25 @@ func (s *threadSafeMap) LastStoreSyncResourceVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rv
+}
+
+// storeFrozen is one consistent state of a store, frozen for a snapshot:
+// items and indexes as of rv, under the indexers of set. Its maps are
+// never changed again, so it is walked without the lock.
+type storeFrozen struct {
+	items   hashmap.Map[any]
+	indexes []valueIndex
+	set     *indexerSet
+	rv      string
+}
+
+// freeze returns the current state in O(1) under the lock, as large reads
+// do (shareIfLargeLocked): the maps are values, copying them is a
+// snapshot, and the next write moves to a new epoch, copying only the
+// tables it touches. Writers wait only for the copy of a few words.
+func (s *threadSafeMap) freeze() storeFrozen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen = true
+	return storeFrozen{items: s.items, indexes: slices.Clone(s.indexes), set: s.indexers.Load(), rv: s.rv}
 }

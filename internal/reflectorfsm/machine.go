@@ -122,6 +122,17 @@ type Begin struct {
 	PageSize int64
 	// MaxInternalErrorRetry is Reflector.MaxInternalErrorRetryDuration.
 	MaxInternalErrorRetry time.Duration
+	// Supplied says the caller holds the result of a list at
+	// SuppliedResourceVersion (a warm restart's caught-up snapshot, rule
+	// W1): the machine answers Replace at once, without a request, then
+	// watches from that version as after any LIST.
+	Supplied                bool
+	SuppliedResourceVersion string
+	// Consistent makes the lists until the next sync consistent reads
+	// (resourceVersion ""), never "0", which a lagging watch cache may
+	// serve from before a state the caller has seen (rule W2: a warm
+	// restart's fallback).
+	Consistent bool
 }
 
 // ListDone reports a finished List.
@@ -171,6 +182,7 @@ const (
 	phaseList
 	phaseReplaceWatchList
 	phaseReplaceList
+	phaseReplaceSupplied
 	phaseWatch
 )
 
@@ -223,6 +235,10 @@ func (m *Machine) ObserveEvent(rv string, pastInitialAdds bool) bool {
 	return true
 }
 
+// Watching reports whether the machine is past its list, in the watch
+// phase: the store then holds a complete state, and no relist is under way.
+func (m *Machine) Watching() bool { return m.phase == phaseWatch }
+
 // IsVeryShortWatch reports whether a watch that closed after d with n
 // events counts as a failure.
 func IsVeryShortWatch(d time.Duration, n int) bool {
@@ -251,6 +267,17 @@ func (m *Machine) Step(in Input) Action {
 func (m *Machine) begin(in Begin) Action {
 	m.internalRetry = Deadline{MaxRetry: in.MaxInternalErrorRetry, MinReset: internalErrorQuietReset}
 	m.pageSizeOverride = in.PageSize
+	if in.Consistent {
+		m.rvUnavailable = true
+	}
+	if in.Supplied {
+		// Until the hand-over succeeds, a relist must not go back before
+		// the supplied version.
+		m.rvUnavailable = true
+		m.phase = phaseReplaceSupplied
+		m.pendingRV = in.SuppliedResourceVersion
+		return Action{Kind: Replace, ResourceVersion: in.SuppliedResourceVersion, Report: m.checkRV(in.SuppliedResourceVersion)}
+	}
 	if m.cfg.UseWatchList && !m.watchListOff {
 		return m.watchList()
 	}
@@ -389,6 +416,9 @@ func (m *Machine) replaced(in Replaced) Action {
 		return Action{Kind: Return, Err: in.Err}
 	}
 	reuse := m.phase == phaseReplaceWatchList
+	if m.phase == phaseReplaceSupplied {
+		m.rvUnavailable = false
+	}
 	m.lastSyncRV = m.pendingRV
 	m.phase = phaseWatch
 	if reuse {

@@ -21,7 +21,7 @@ import (
 //
 // Inputs:
 //
-//	begin [pagesize=N] [maxinternal=DURATION]
+//	begin [pagesize=N] [maxinternal=DURATION] [supplied=RV] [consistent]
 //	list-done [rv=RV] [paginated] [err=CLASS]
 //	watchlist-done [synced rv=RV] [err=CLASS] [quiet] [lasted=DURATION]
 //	replaced [err=CLASS]
@@ -73,6 +73,10 @@ func stepScript(t *testing.T, m *Machine, line string, start time.Time) string {
 			require.NoError(t, err)
 			b.MaxInternalErrorRetry = d
 		}
+		if v, ok := args["supplied"]; ok {
+			b.Supplied, b.SuppliedResourceVersion = true, v
+		}
+		b.Consistent = has("consistent")
 		in = b
 	case "list-done":
 		in = ListDone{Err: errOf(), ResourceVersion: args["rv"], Paginated: has("paginated")}

@@ -1,0 +1,324 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/restartfsm"
+	"github.com/openinformer/cache/internal/restartfsm/catchup"
+	"github.com/openinformer/cache/internal/snapshot"
+)
+
+// restarter is an informer's warm restart (docs/RESTART.md): on its first
+// ListAndWatch the reflector asks it for the initial list (warmStart), which
+// it builds from the snapshot and the catch-up watch in a staged content
+// seen by no one; while the informer runs and when it stops it saves the
+// store (runPeriodic, save).
+//
+// Goroutines: warmStart runs on the reflector's, runPeriodic on one the
+// informer's Run owns and waits for before its final save, so saves never
+// overlap. mu guards lastRV only; it is never held across I/O.
+type restarter struct {
+	opts      SnapshotOptions
+	identity  snapshot.Header // without ResourceVersion, Encoding, Count
+	store     *snapshotStore
+	lw        ListerWatcherWithContext
+	transform TransformFunc
+	clock     clock.Clock
+
+	mu sync.Mutex
+	// lastRV is the version of the snapshot on disk, loaded or saved.
+	lastRV string
+}
+
+// warmStartResult is what a warm start gives the reflector's first
+// ListAndWatch: the initial list at rv when synced, else a fresh sync
+// from a consistent read.
+type warmStartResult struct {
+	synced bool
+	items  []any
+	rv     string
+}
+
+// newRestarter returns s's restarter for options, or nil, logged once with
+// the reason, when snapshots cannot be taken of this informer.
+func newRestarter(logger klog.Logger, s *sharedIndexInformer, lw ListerWatcher, options SnapshotOptions) *restarter {
+	r, err := buildRestarter(s, lw, options)
+	if err != nil {
+		logger.Info("Warning: snapshots turned off", "path", options.Path, "err", err)
+		return nil
+	}
+	return r
+}
+
+func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOptions) (*restarter, error) {
+	if options.Path == "" {
+		return nil, errors.New("SnapshotOptions.Path is empty")
+	}
+	if !clientfeatures.FeatureGates().Enabled(clientfeatures.AtomicFIFO) {
+		return nil, errors.New("snapshots need the AtomicFIFO feature gate: without it a relist changes the store one object at a time")
+	}
+	c, ok := s.indexer.(*cache)
+	if !ok {
+		return nil, fmt.Errorf("the informer's store is a %T", s.indexer)
+	}
+	identity, err := snapshotIdentity(s, s.lw, options.Scope)
+	if err != nil {
+		return nil, err
+	}
+	variant := ";v=" + options.Version
+	if s.stripFields {
+		variant = ";strip-managed-fields" + variant
+	}
+	st, err := newSnapshotStore(c, s.objectType, variant)
+	if err != nil {
+		return nil, err
+	}
+	return &restarter{opts: withSnapshotDefaults(options), identity: identity, store: st,
+		lw: ToListerWatcherWithContext(lw), transform: s.cacheTransform(), clock: s.clock}, nil
+}
+
+func withSnapshotDefaults(o SnapshotOptions) SnapshotOptions {
+	if o.Interval == 0 {
+		o.Interval = DefaultSnapshotInterval
+	}
+	switch {
+	case o.CatchUpTimeout == 0:
+		o.CatchUpTimeout = DefaultSnapshotCatchUpTimeout
+	case o.CatchUpTimeout < 0:
+		o.CatchUpTimeout = 0 // restartfsm: for ever
+	}
+	return o
+}
+
+// snapshotIdentity is the header fields a snapshot of s must match: the
+// resource of its example object, the scope given or remembered by lw, and
+// the shard.
+func snapshotIdentity(s *sharedIndexInformer, lw ListerWatcher, given *SnapshotScope) (snapshot.Header, error) {
+	gvr, err := snapshotResource(s.objectType)
+	if err != nil {
+		return snapshot.Header{}, err
+	}
+	scope := given
+	if scope == nil {
+		if sc, ok := lw.(snapshotScoper); ok {
+			scope = sc.snapshotScope()
+		}
+	}
+	if scope == nil {
+		return snapshot.Header{}, fmt.Errorf("no SnapshotOptions.Scope, and the ListerWatcher (%T) was not made by NewListWatchFromClient or NewFilteredListWatchFromClient", lw)
+	}
+	h := snapshot.Header{Resource: gvr.String(), Namespace: scope.Namespace,
+		LabelSelector: canonicalLabels(scope.LabelSelector), FieldSelector: canonicalFields(scope.FieldSelector)}
+	if sel := s.shardSelector; sel != nil && !sel.Empty() {
+		h.Shard = sel.String()
+	}
+	return h, nil
+}
+
+// snapshotScoper is a ListerWatcher that knows its scope.
+type snapshotScoper interface{ snapshotScope() *SnapshotScope }
+
+// snapshotResource is the resource of example: its kind as set, else as
+// the scheme knows its type, made plural the way kubectl guesses.
+func snapshotResource(example runtime.Object) (schema.GroupVersionResource, error) {
+	if example == nil {
+		return schema.GroupVersionResource{}, errors.New("the informer has no example object")
+	}
+	gvk := example.GetObjectKind().GroupVersionKind()
+	if _, isUnstructured := example.(*unstructured.Unstructured); gvk.Empty() && !isUnstructured {
+		if kinds, _, err := scheme.Scheme.ObjectKinds(example); err == nil {
+			gvk = kinds[0]
+		}
+	}
+	if gvk.Kind == "" || gvk.Version == "" {
+		return schema.GroupVersionResource{}, fmt.Errorf("the resource of the example object %T is unknown: set its apiVersion and kind", example)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return gvr, nil
+}
+
+// canonicalLabels and canonicalFields print a selector as the parsed
+// selector's String does, so that equal selectors compare equal.
+func canonicalLabels(sel string) string {
+	if parsed, err := labels.Parse(sel); err == nil {
+		return parsed.String()
+	}
+	return sel
+}
+
+func canonicalFields(sel string) string {
+	if parsed, err := fields.ParseSelector(sel); err == nil {
+		return parsed.String()
+	}
+	return sel
+}
+
+// expected is the header a snapshot loaded now must match.
+func (r *restarter) expected() *snapshot.Header {
+	h := r.identity
+	h.Encoding = r.store.encoding(r.store.c.storage.indexers.Load())
+	return &h
+}
+
+// warmStart loads the snapshot into a staged content, catches it up with
+// the server and returns it as the initial list; any other outcome is
+// already logged and asks for a fresh sync.
+func (r *restarter) warmStart(ctx context.Context) warmStartResult {
+	staged := map[string]any{}
+	logger := klog.FromContext(ctx)
+	res := catchup.Run(ctx, catchup.Config{
+		ListerWatcher: r.lw,
+		Load:          func() (string, error) { return r.load(staged) },
+		Apply:         func(ev watch.Event) { r.apply(logger, staged, ev) },
+		Machine:       restartfsm.Config{CatchUpTimeout: r.opts.CatchUpTimeout},
+		Clock:         r.clock,
+	})
+	if !res.Synced {
+		return warmStartResult{}
+	}
+	logger.V(2).Info("Warm restart synced from the snapshot", "path", r.opts.Path, "resourceVersion", res.ResourceVersion, "objects", len(staged))
+	return warmStartResult{synced: true, items: handOver(staged), rv: res.ResourceVersion}
+}
+
+// load reads the snapshot into staged.
+func (r *restarter) load(staged map[string]any) (string, error) {
+	rd, err := snapshot.Open(r.opts.Path, r.expected())
+	if err != nil {
+		return "", err
+	}
+	defer rd.Close()
+	rv, err := r.store.read(rd, staged)
+	if err != nil {
+		clear(staged)
+		return "", err
+	}
+	r.mu.Lock()
+	r.lastRV = rv
+	r.mu.Unlock()
+	return rv, nil
+}
+
+// apply applies one catch-up event to staged, through the informer's
+// transform as the queue would; an object it cannot keep is left out and
+// reported, as a watch event's would be.
+func (r *restarter) apply(logger klog.Logger, staged map[string]any, ev watch.Event) {
+	key, err := informerKeyFunc(ev.Object)
+	if err != nil {
+		logger.Error(err, "Catch-up event not applied")
+		return
+	}
+	if ev.Type == watch.Deleted {
+		delete(staged, key)
+		return
+	}
+	var obj any = ev.Object
+	if r.transform != nil {
+		if obj, err = r.transform(obj); err != nil {
+			logger.Error(err, "Catch-up event not applied", "key", key)
+			delete(staged, key)
+			return
+		}
+	}
+	if err := r.store.stage(staged, key, obj); err != nil {
+		logger.Error(err, "Catch-up event not applied", "key", key)
+		delete(staged, key)
+	}
+}
+
+// runPeriodic saves every Interval once synced, while the reflector
+// watches, until ctx ends.
+func (r *restarter) runPeriodic(ctx context.Context, synced <-chan struct{}, watching func() bool) {
+	if r.opts.Interval < 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-synced:
+	}
+	logger := klog.FromContext(ctx)
+	for {
+		t := r.clock.NewTimer(r.opts.Interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if watching() {
+			r.save(logger)
+		}
+	}
+}
+
+// save writes the store's current state, unless its version is the one
+// on disk already. A failure is logged; the previous snapshot stays.
+func (r *restarter) save(logger klog.Logger) {
+	f := r.store.c.storage.freeze()
+	r.mu.Lock()
+	last := r.lastRV
+	r.mu.Unlock()
+	if f.rv == "" || f.rv == last {
+		return
+	}
+	if err := r.write(f); err != nil {
+		logger.Error(err, "Snapshot not saved", "path", r.opts.Path)
+		return
+	}
+	r.mu.Lock()
+	r.lastRV = f.rv
+	r.mu.Unlock()
+	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.rv, "objects", f.items.Len())
+}
+
+func (r *restarter) write(f storeFrozen) error {
+	h := r.identity
+	h.Encoding = r.store.encoding(f.set)
+	h.ResourceVersion, h.WrittenAt, h.Count = f.rv, r.clock.Now(), f.items.Len()
+	w, err := snapshot.Create(r.opts.Path, h)
+	if err != nil {
+		return err
+	}
+	return r.store.write(w, f)
+}
+
+// runSnapshots starts s's periodic snapshots, if on, and returns what Run
+// calls once the controller has returned: it waits for the periodic saver
+// to exit, then saves the final state, after the reflector stopped (the
+// content and its version are final) and before Run returns.
+func (s *sharedIndexInformer) runSnapshots(ctx context.Context, ctrl Controller) (stopped func()) {
+	s.mu.Lock()
+	r := s.restart
+	s.mu.Unlock()
+	c, ok := ctrl.(*controller)
+	if r == nil || !ok {
+		return func() {}
+	}
+	synced := s.processor.cfg.synced
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.runPeriodic(ctx, synced, c.watching)
+	}()
+	return func() {
+		<-done
+		if isClosed(synced) {
+			r.save(klog.FromContext(ctx))
+		}
+	}
+}

@@ -1,0 +1,311 @@
+package cache
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/snapshot"
+)
+
+// This file is the store's side of a warm restart (docs/RESTART.md): how a
+// frozen store is written to a snapshot, and how a snapshot is read back
+// into a staged content that a Replace adopts.
+//
+// A value is the record's index values, then the record:
+//
+//	uvarint frame length | frame | compact record (flags, body)
+//	frame: per framed index, uvarint count, then count × (uvarint length, value)
+//
+// The framed indexes are the store's indexes other than namespace indexes,
+// whose values come from the key; their names, sorted, are part of the
+// header's encoding, so a snapshot framed for other indexes is refused
+// rather than trusted.
+
+// snapshotStore writes and reads one store's snapshots. Its fields are set
+// once, before the informer runs.
+type snapshotStore struct {
+	c *cache
+	// codec encodes a plain store's objects and decodes its records; for
+	// a compact store it is the form's own codec of the type, whose tag
+	// loaded encodings carry.
+	codec *compact.Codec
+	// compact is the store's form when it keeps encodings.
+	compact *compactForm
+	// suffix ends the header's encoding after the framed index names.
+	suffix string
+}
+
+// newSnapshotStore prepares c for snapshots of objects of example's type.
+// variant names what else shapes the cached objects (stripped managed
+// fields, the user's Version).
+func newSnapshotStore(c *cache, example runtime.Object, variant string) (*snapshotStore, error) {
+	st := &snapshotStore{c: c, suffix: variant}
+	var err error
+	switch f := c.storage.form.(type) {
+	case *compactForm:
+		st.compact = f
+		st.codec, err = f.codecFor(example)
+	default:
+		if !f.inPlace() {
+			return nil, fmt.Errorf("snapshots of a store in form %T are not supported", f)
+		}
+		st.codec, err = compact.NewCodec(example, compact.Options{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no compact codec for %T: %w", example, err)
+	}
+	return st, nil
+}
+
+// encoding is the header's encoding for a store indexed by set.
+func (st *snapshotStore) encoding(set *indexerSet) string {
+	name := fmt.Sprintf("compact/%s/%d%s", st.codec.Format(), compact.RecordVersion, st.suffix)
+	if framed := framedIndexes(set); len(framed) > 0 {
+		names := make([]string, len(framed))
+		for i, pos := range framed {
+			names[i] = set.names[pos]
+		}
+		name += ";idx=" + strings.Join(names, ",")
+	}
+	return name
+}
+
+// framedIndexes returns the positions in set of the indexes whose values a
+// value frames, in the order of their names.
+func framedIndexes(set *indexerSet) []int {
+	var pos []int
+	for i := range set.fns {
+		if !set.byNamespace[i] {
+			pos = append(pos, i)
+		}
+	}
+	sort.Slice(pos, func(a, b int) bool { return set.names[pos[a]] < set.names[pos[b]] })
+	return pos
+}
+
+// write writes f to w, each value as held, and commits it. f is frozen:
+// nothing here takes the store's lock.
+func (st *snapshotStore) write(w *snapshot.Writer, f storeFrozen) error {
+	framed := framedIndexes(f.set)
+	byKey := valuesByKey(f, framed)
+	var buf, frame []byte
+	var err error
+	f.items.Range(func(key string, held any) bool {
+		frame = appendFrame(frame[:0], byKey[key], len(framed))
+		buf = binary.AppendUvarint(buf[:0], uint64(len(frame)))
+		buf = append(buf, frame...)
+		if buf, err = st.appendRecord(buf, key, held); err == nil {
+			err = w.Add(key, buf)
+		}
+		return err == nil
+	})
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
+// appendRecord appends held's record: a compact store's encoding as it is,
+// a plain store's object encoded.
+func (st *snapshotStore) appendRecord(dst []byte, key string, held any) ([]byte, error) {
+	if st.compact != nil {
+		e, ok := held.(compact.Encoding)
+		if !ok {
+			return dst, fmt.Errorf("snapshot: %q holds a %T, not an encoding", key, held)
+		}
+		return e.AppendRecord(dst), nil
+	}
+	obj, ok := held.(runtime.Object)
+	if !ok {
+		return dst, fmt.Errorf("snapshot: %q holds a %T, not an API object", key, held)
+	}
+	e, err := st.codec.Encode(obj)
+	if err != nil {
+		return dst, fmt.Errorf("snapshot: encoding %q: %w", key, err)
+	}
+	return e.AppendRecord(dst), nil
+}
+
+// valuesByKey inverts the framed indexes of f: each key's values, by
+// position in framed. Nil when nothing is framed, the common case.
+func valuesByKey(f storeFrozen, framed []int) map[string][][]string {
+	if len(framed) == 0 {
+		return nil
+	}
+	byKey := make(map[string][][]string, f.items.Len())
+	for j, pos := range framed {
+		f.indexes[pos].Range(func(value string, members keySet) bool {
+			members.Range(func(key string, _ struct{}) bool {
+				vals := byKey[key]
+				if vals == nil {
+					vals = make([][]string, len(framed))
+					byKey[key] = vals
+				}
+				vals[j] = append(vals[j], value)
+				return true
+			})
+			return true
+		})
+	}
+	return byKey
+}
+
+// appendFrame appends the frame of n indexes' values (nil: none in any).
+func appendFrame(dst []byte, vals [][]string, n int) []byte {
+	for j := range n {
+		var vs []string
+		if vals != nil {
+			vs = vals[j]
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(vs)))
+		for _, v := range vs {
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		}
+	}
+	return dst
+}
+
+// errFrame is a value whose frame does not parse: the file's checksum
+// matched, so it was written by another layout.
+var errFrame = errors.New("malformed index values")
+
+// splitValue returns a value's framed index values (n of them) and its
+// record.
+func splitValue(value []byte, n int) (vals [][]string, rec []byte, err error) {
+	frame, rest, ok := cutBytes(value)
+	if !ok {
+		return nil, nil, errFrame
+	}
+	for j := range n {
+		count, k := binary.Uvarint(frame)
+		if k <= 0 || count > uint64(len(frame)) {
+			return nil, nil, errFrame
+		}
+		frame = frame[k:]
+		if count == 0 {
+			continue
+		}
+		if vals == nil {
+			vals = make([][]string, n)
+		}
+		for range count {
+			var v []byte
+			if v, frame, ok = cutBytes(frame); !ok {
+				return nil, nil, errFrame
+			}
+			vals[j] = append(vals[j], string(v))
+		}
+	}
+	if len(frame) != 0 {
+		return nil, nil, errFrame
+	}
+	return vals, rest, nil
+}
+
+// cutBytes splits a uvarint-length-prefixed field off b.
+func cutBytes(b []byte) (field, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	return b[k : k+int(n)], b[k+int(n):], true
+}
+
+// read reads every record of r into staged, as a Replace of the store
+// takes them: a compact store's as preheld encodings with their index
+// values, a plain store's decoded. It returns the snapshot's version once
+// the trailer verified; on an error staged is to be dropped.
+func (st *snapshotStore) read(r *snapshot.Reader, staged map[string]any) (string, error) {
+	set := st.c.storage.indexers.Load()
+	framed := framedIndexes(set)
+	for {
+		key, value, err := r.Next()
+		if err == io.EOF {
+			return r.Header().ResourceVersion, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		k := string(key)
+		obj, err := st.loadRecord(k, value, set, framed)
+		if err != nil {
+			return "", &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("record %q", k), Err: err}
+		}
+		staged[k] = obj
+	}
+}
+
+// loadRecord turns one value into what staged keeps for key.
+func (st *snapshotStore) loadRecord(key string, value []byte, set *indexerSet, framed []int) (any, error) {
+	vals, rec, err := splitValue(value, len(framed))
+	if err != nil {
+		return nil, err
+	}
+	if st.compact == nil {
+		return st.codec.DecodeRecord(rec)
+	}
+	e, err := st.codec.FromRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	return preheld{key: key, held: e, form: st.compact, index: loadedIndex(set, key, vals, framed)}, nil
+}
+
+// loadedIndex is a loaded object's heldIndex: its namespace from its key,
+// the framed indexes' values by their positions in set.
+func loadedIndex(set *indexerSet, key string, vals [][]string, framed []int) heldIndex {
+	h := heldIndex{set: set, namespaced: true}
+	if ns, _, ok := strings.Cut(key, "/"); ok {
+		h.namespace = ns
+	}
+	if vals != nil {
+		h.vals = make([][]string, len(set.fns))
+		for j, pos := range framed {
+			h.vals[pos] = vals[j]
+		}
+	}
+	return h
+}
+
+// stage applies one catch-up change to staged: obj, already transformed,
+// stored under key, or key deleted when obj is nil.
+func (st *snapshotStore) stage(staged map[string]any, key string, obj any) error {
+	if obj == nil {
+		delete(staged, key)
+		return nil
+	}
+	if st.compact == nil {
+		staged[key] = obj
+		return nil
+	}
+	p, err := st.c.preholder()(obj)
+	if err != nil {
+		return err
+	}
+	staged[key] = p
+	return nil
+}
+
+// handOver returns staged's content in key order, the order of a LIST.
+func handOver(staged map[string]any) []any {
+	keys := make([]string, 0, len(staged))
+	for k := range staged {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	items := make([]any, len(keys))
+	for i, k := range keys {
+		items[i] = staged[k]
+	}
+	return items
+}
