@@ -40,6 +40,7 @@ func TestRestartDemo(t *testing.T) {
 	for _, want := range []string{"client-go cold", "ours cold", "ours warm", "time to sync", "full lists", "probes (limit=1)", "bytes read", "peak heap", "round 2"} {
 		assert.Contains(t, out, want)
 	}
+	assert.Contains(t, out, "warm restart used: no full LIST or watch-list;")
 	assert.Contains(t, out, "handlers: the ours warm start's saw exactly client-go's cold initial list (300 adds,")
 	// The restart's parts as built resume without a full sync, and hand
 	// the handler a fresh sync's initial list.

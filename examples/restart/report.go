@@ -33,20 +33,23 @@ func report(out io.Writer, starts []start) error {
 	row("peak heap (above before)", func(s start) string { return size(s.cost.peak) })
 	row("steady heap (after GC)", func(s start) string { return size(s.cost.steady) })
 	row("initial list (adds)", func(s start) string { return fmt.Sprint(len(s.seen.initial)) })
-	row("stop, snapshot saved", func(s start) string {
-		switch {
-		case s.componentsSave != 0:
-			return fmt.Sprintf("components: %s", seconds(s.componentsSave))
-		case s.kind == warmComponents || s.saved == 0:
+	row("stop, snapshot written", func(s start) string {
+		if s.kind == clientGoCold || s.kind == warmComponents {
 			return "-"
 		}
-		return fmt.Sprintf("%s, %s", seconds(s.save), size(uint64(s.saved)))
+		return seconds(s.save)
 	})
 	row("snapshot file", func(s start) string {
 		if s.saved == 0 {
 			return "-"
 		}
 		return size(uint64(s.saved))
+	})
+	row("components' snapshot written", func(s start) string {
+		if s.componentsSave == 0 {
+			return "-"
+		}
+		return seconds(s.componentsSave)
 	})
 	if err := tw.Flush(); err != nil {
 		return err
