@@ -1,11 +1,4 @@
-//go:build warmrestart
-
 package integration
-
-// The informer's warm restart on a real API server. It needs the informer
-// wiring of SharedIndexInformerOptions.Snapshot (issue 29's restart
-// branch); until that is merged the option has no effect and this test
-// fails on its first assertion, so it builds only with -tags warmrestart.
 
 import (
 	"path/filepath"
