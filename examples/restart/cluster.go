@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -71,6 +72,12 @@ func (c *cluster) newPod() *corev1.Pod {
 // pods change while it is down; client-go's informer syncs cold; ours
 // restarts warm; the restart's parts restart from the same state.
 func (c *cluster) round(ctx context.Context, path string, cfg config) ([]start, error) {
+	// The cold start finds no file: a previous round's would make it warm.
+	for _, p := range []string{path, componentsPath(path)} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+	}
 	cold, err := runOne(ctx, oursCold, c.srv, c.wire, path)
 	if err != nil {
 		return nil, err

@@ -106,11 +106,16 @@ func runComponents(ctx context.Context, srv *fake.Server, w *wire, path string) 
 	w.reset()
 	m := startMeter()
 	st := staged{}
+	var phases [3]time.Duration
+	begin := time.Now()
 	res := catchup.Run(ctx, catchup.Config{
 		ListerWatcher: w,
-		Load:          func() (string, error) { return st.load(path) },
-		Apply:         st.apply,
-		Machine:       restartfsm.Config{CatchUpTimeout: cache.DefaultSnapshotCatchUpTimeout},
+		Load: func() (string, error) {
+			defer func() { phases[0] = time.Since(begin) }()
+			return st.load(path)
+		},
+		Apply:   st.apply,
+		Machine: restartfsm.Config{CatchUpTimeout: cache.DefaultSnapshotCatchUpTimeout},
 	})
 	if !res.Synced {
 		if res.Reason == 0 {
@@ -118,6 +123,8 @@ func runComponents(ctx context.Context, srv *fake.Server, w *wire, path string) 
 		}
 		return start{kind: warmComponents, cost: m.end(w.serverNanos.Load()), requests: srv.RequestCounts(), seen: rec, fallback: res.Reason.String()}, nil
 	}
+	phases[1] = time.Since(begin) - phases[0]
+	decoding := time.Now()
 	for _, data := range st {
 		p := &corev1.Pod{}
 		if err := p.Unmarshal(data); err != nil {
@@ -125,7 +132,8 @@ func runComponents(ctx context.Context, srv *fake.Server, w *wire, path string) 
 		}
 		add(p, true)
 	}
-	s := start{kind: warmComponents, cost: m.end(w.serverNanos.Load()), requests: srv.RequestCounts(), read: w.read.Load(), seen: rec}
+	phases[2] = time.Since(decoding)
+	s := start{kind: warmComponents, cost: m.end(w.serverNanos.Load()), requests: srv.RequestCounts(), read: w.read.Load(), seen: rec, phases: phases}
 	// The staged map is the cache the informer would keep: measured in
 	// the steady heap.
 	runtime.KeepAlive(st)

@@ -43,8 +43,10 @@ type start struct {
 	// componentsSave is how long the components snapshot took to write
 	// (ours cold only).
 	componentsSave time.Duration
-	// fallback is why a components restart fell back, "" if it did not.
+	// fallback is why a components restart fell back, "" if it did not;
+	// phases its load, probe and catch-up, and decoding times.
 	fallback string
+	phases   [3]time.Duration
 }
 
 // newInformer builds the informer of k over lw; ours keep their objects

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -40,6 +42,10 @@ func TestRestartDemo(t *testing.T) {
 	for _, want := range []string{"client-go cold", "ours cold", "ours warm", "time to sync", "full lists", "probes (limit=1)", "bytes read", "peak heap", "round 2"} {
 		assert.Contains(t, out, want)
 	}
+	// Every round's cold start is cold: both rounds' warm starts are the
+	// only ones without a full sync.
+	assert.Equal(t, 2, strings.Count(out, "warm restart used: no full LIST or watch-list;"), out)
+	assert.Len(t, regexp.MustCompile(`watch-lists, initial watches +1 +1 +0 +0\n`).FindAllString(out, -1), 2, out)
 	assert.Contains(t, out, "warm restart used: no full LIST or watch-list;")
 	assert.Contains(t, out, "handlers: the ours warm start's saw exactly client-go's cold initial list (300 adds,")
 	// The restart's parts as built resume without a full sync, and hand

@@ -28,6 +28,7 @@ func report(out io.Writer, starts []start) error {
 	row("bytes read (protobuf)", func(s start) string { return size(uint64(s.read)) })
 	row("CPU, process", func(s start) string { return seconds(s.cost.cpu) })
 	row("  of which system", func(s start) string { return seconds(s.cost.sys) })
+	row("  GC (runtime's estimate)", func(s start) string { return seconds(s.cost.gc) })
 	row("CPU, informer (no server)", func(s start) string { return seconds(s.cost.client()) })
 	row("allocated", func(s start) string { return size(s.cost.allocated) })
 	row("peak heap (above before)", func(s start) string { return size(s.cost.peak) })
@@ -64,6 +65,7 @@ func report(out io.Writer, starts []start) error {
 		fmt.Fprintf(out, "components: fell back (%s)\n", components.fallback)
 	} else {
 		fmt.Fprintf(out, "components: %d full syncs; against client-go's cold start %s\n", components.requests.FullSyncs(), ratios(components, clientGo))
+		fmt.Fprintf(out, "components: load %s, probe and catch-up %s, decode for the handlers %s\n", seconds(components.phases[0]), seconds(components.phases[1]), seconds(components.phases[2]))
 	}
 	for _, s := range []start{warm, components} {
 		if s.fallback != "" {
