@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -95,6 +97,9 @@ func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOp
 func withSnapshotDefaults(o SnapshotOptions) SnapshotOptions {
 	if o.Interval == 0 {
 		o.Interval = DefaultSnapshotInterval
+	}
+	if o.Metrics == nil {
+		o.Metrics = noSnapshotMetrics{}
 	}
 	switch {
 	case o.CatchUpTimeout == 0:
@@ -188,7 +193,13 @@ func (r *restarter) warmStart(ctx context.Context) warmStartResult {
 		Machine:       restartfsm.Config{CatchUpTimeout: r.opts.CatchUpTimeout},
 		Clock:         r.clock,
 	})
-	if !res.Synced {
+	switch {
+	case res.Synced:
+		r.opts.Metrics.ObserveRestart(RestartSynced)
+	case res.Reason != 0:
+		r.opts.Metrics.ObserveRestart(res.Reason.String())
+		return warmStartResult{}
+	default: // stopped
 		return warmStartResult{}
 	}
 	logger.V(2).Info("Warm restart synced from the snapshot", "path", r.opts.Path, "resourceVersion", res.ResourceVersion, "objects", len(staged))
@@ -269,6 +280,7 @@ func (r *restarter) runPeriodic(ctx context.Context, synced <-chan struct{}, wat
 // save writes the store's current state, unless its version is the one
 // on disk already. A failure is logged; the previous snapshot stays.
 func (r *restarter) save(logger klog.Logger) {
+	start := r.clock.Now()
 	f := r.store.c.storage.freeze()
 	r.mu.Lock()
 	last := r.lastRV
@@ -276,20 +288,26 @@ func (r *restarter) save(logger klog.Logger) {
 	if f.rv == "" || f.rv == last {
 		return
 	}
-	if err := r.write(f); err != nil {
+	if err := r.write(f, start); err != nil {
+		r.opts.Metrics.ObserveSnapshotFailed()
 		logger.Error(err, "Snapshot not saved", "path", r.opts.Path)
 		return
 	}
+	var size int64
+	if st, err := os.Stat(r.opts.Path); err == nil {
+		size = st.Size()
+	}
+	r.opts.Metrics.ObserveSnapshotSaved(r.clock.Since(start), size, f.items.Len(), start)
 	r.mu.Lock()
 	r.lastRV = f.rv
 	r.mu.Unlock()
 	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.rv, "objects", f.items.Len())
 }
 
-func (r *restarter) write(f storeFrozen) error {
+func (r *restarter) write(f storeFrozen, at time.Time) error {
 	h := r.identity
 	h.Encoding = r.store.encoding(f.set)
-	h.ResourceVersion, h.WrittenAt, h.Count = f.rv, r.clock.Now(), f.items.Len()
+	h.ResourceVersion, h.WrittenAt, h.Count = f.rv, at, f.items.Len()
 	w, err := snapshot.Create(r.opts.Path, h)
 	if err != nil {
 		return err

@@ -40,11 +40,16 @@ type ListWatch struct {
 	// scope is what NewFilteredListWatchFromClient's requests are
 	// restricted to, for snapshots (docs/RESTART.md); nil for a ListWatch
 	// built otherwise, whose functions may list anything.
-	scope *SnapshotScope
+	scope func() *SnapshotScope
 }
 
 // snapshotScope is the scope the ListWatch was made for, nil if unknown.
-func (lw *ListWatch) snapshotScope() *SnapshotScope { return lw.scope }
+func (lw *ListWatch) snapshotScope() *SnapshotScope {
+	if lw.scope == nil {
+		return nil
+	}
+	return lw.scope()
+}
 
 var (
 	_ ListerWatcher            = &ListWatch{}
@@ -137,12 +142,14 @@ func NewFilteredListWatchFromClient(c Getter, resource string, namespace string,
 		},
 		ListWithContextFunc:  list,
 		WatchFuncWithContext: watchFn,
-		scope:                modifiedScope(namespace, optionsModifier),
+		scope:                func() *SnapshotScope { return modifiedScope(namespace, optionsModifier) },
 	}
 }
 
 // modifiedScope is the scope of requests in namespace that pass through
-// optionsModifier: the selectors it sets on empty options.
+// optionsModifier: the selectors it sets on empty options. It is asked for
+// only by an informer with snapshots, so that a modifier is otherwise
+// called by requests alone, as client-go's is.
 func modifiedScope(namespace string, optionsModifier func(options *metav1.ListOptions)) *SnapshotScope {
 	var o metav1.ListOptions
 	optionsModifier(&o)

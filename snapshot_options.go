@@ -30,6 +30,9 @@ type SnapshotOptions struct {
 	// to a full sync; 0 means DefaultSnapshotCatchUpTimeout, a negative
 	// value waits for ever.
 	CatchUpTimeout time.Duration
+	// Metrics receives snapshot and restart measurements; nil records
+	// none.
+	Metrics SnapshotMetrics
 }
 
 // SnapshotScope identifies what an informer caches besides its type: a
