@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/fake"
@@ -150,35 +151,20 @@ type restartRun struct {
 }
 
 // startCounted runs impl's informer of widgets, its requests logged and
-// the bytes it reads counted, and waits until it and its handler synced.
+// the bytes it reads counted, and waits until it has synced. The informer
+// gets the widget's apiVersion and kind in its example object, which a
+// snapshot's identity needs.
 func startCounted(t *testing.T, srv *apiserver.Server, impl implementation) *restartRun {
 	t.Helper()
-	requests, bytes := countedListWatch(t, srv)
-	example := &unstructured.Unstructured{}
-	example.SetGroupVersionKind(apiserver.WidgetGVK)
-	informer := impl.newInformer(requests, example, 0, clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
-	run := &informerRun{impl: impl, informer: informer, recorder: newEventRecorder()}
-	handle, err := informer.AddEventHandler(run.recorder)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run.handle = handle
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	begin := time.Now()
-	go func() {
-		defer close(done)
-		informer.RunWithContext(ctx)
-	}()
-	run.stop = sync.OnceFunc(func() {
-		cancel()
-		<-done
-	})
-	t.Cleanup(run.stop)
-	eventually(t, 2*time.Minute, impl.name+" synced", func() (bool, string) {
-		return informer.HasSynced() && handle.HasSynced(), "not synced"
-	})
-	run.syncTime = time.Since(begin)
+	config, bytes := countedConfig(srv)
+	requests := &requestLog{}
+	logged := implementation{name: impl.name, newInformer: func(lw clientcache.ListerWatcher, _ runtime.Object, resync time.Duration, indexers clientcache.Indexers) clientcache.SharedIndexInformer {
+		requests.inner = clientcache.ToListerWatcherWithContext(lw)
+		example := &unstructured.Unstructured{}
+		example.SetGroupVersionKind(apiserver.WidgetGVK)
+		return impl.newInformer(requests, example, resync, indexers)
+	}}
+	run := startInformerWith(t, srv, logged, informerSetup{config: config})
 	return &restartRun{informerRun: run, requests: requests, bytes: bytes}
 }
 
@@ -186,6 +172,17 @@ func startCounted(t *testing.T, srv *apiserver.Server, impl implementation) *res
 // response bytes are counted, logging each request.
 func countedListWatch(t *testing.T, srv *apiserver.Server) (*requestLog, *atomic.Int64) {
 	t.Helper()
+	config, bytes := countedConfig(srv)
+	client, err := dynamic.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &requestLog{inner: widgetListWatch(client, "")}, bytes
+}
+
+// countedConfig is the server's client config with the bytes of every
+// response body counted.
+func countedConfig(srv *apiserver.Server) (*rest.Config, *atomic.Int64) {
 	bytes := &atomic.Int64{}
 	config := srv.Config()
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -197,12 +194,7 @@ func countedListWatch(t *testing.T, srv *apiserver.Server) (*requestLog, *atomic
 			return resp, err
 		})
 	})
-	client, err := dynamic.NewForConfig(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests := &requestLog{inner: widgetListWatch(client, "")}
-	return requests, bytes
+	return config, bytes
 }
 
 // countedBody counts the bytes read from a response body.
