@@ -45,6 +45,13 @@ type restarter struct {
 	mu sync.Mutex
 	// lastRV is the version of the snapshot on disk, loaded or saved.
 	lastRV string
+
+	// blockDeltas is the informer's: held while a batch of deltas is
+	// applied, it guards journal and journalBuf, and a save holds it to
+	// freeze the store and start the journal at the same point.
+	blockDeltas sync.Locker
+	journal     *snapshot.JournalWriter
+	journalBuf  []byte
 }
 
 // warmStartResult is what a warm start gives the reflector's first
@@ -91,7 +98,8 @@ func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOp
 		return nil, err
 	}
 	return &restarter{opts: withSnapshotDefaults(options), identity: identity, store: st,
-		lw: ToListerWatcherWithContext(lw), transform: s.cacheTransform(), clock: s.clock}, nil
+		lw: ToListerWatcherWithContext(lw), transform: s.cacheTransform(), clock: s.clock,
+		blockDeltas: &s.blockDeltas}, nil
 }
 
 func withSnapshotDefaults(o SnapshotOptions) SnapshotOptions {
@@ -214,13 +222,16 @@ func (r *restarter) load(staged map[string]any) (string, error) {
 	}
 	defer rd.Close()
 	rv, err := r.store.read(rd, staged)
+	if err == nil {
+		r.mu.Lock()
+		r.lastRV = rv
+		r.mu.Unlock()
+		rv, err = r.replayJournal(rd.Header(), staged)
+	}
 	if err != nil {
 		clear(staged)
 		return "", err
 	}
-	r.mu.Lock()
-	r.lastRV = rv
-	r.mu.Unlock()
 	return rv, nil
 }
 
@@ -281,14 +292,19 @@ func (r *restarter) runPeriodic(ctx context.Context, synced <-chan struct{}, wat
 // on disk already. A failure is logged; the previous snapshot stays.
 func (r *restarter) save(logger klog.Logger) {
 	start := r.clock.Now()
-	f := r.store.c.storage.freeze()
 	r.mu.Lock()
 	last := r.lastRV
 	r.mu.Unlock()
+	r.blockDeltas.Lock()
+	f := r.store.c.storage.freeze()
 	if f.rv == "" || f.rv == last {
+		r.blockDeltas.Unlock()
 		return
 	}
-	if err := r.write(f, start); err != nil {
+	h := r.header(f, start)
+	r.startJournalLocked(logger, h)
+	r.blockDeltas.Unlock()
+	if err := r.write(h, f); err != nil {
 		r.opts.Metrics.ObserveSnapshotFailed()
 		logger.Error(err, "Snapshot not saved", "path", r.opts.Path)
 		return
@@ -304,10 +320,23 @@ func (r *restarter) save(logger klog.Logger) {
 	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.rv, "objects", f.items.Len())
 }
 
-func (r *restarter) write(f storeFrozen, at time.Time) error {
+// saveAtStop is the save when the informer stops; the journal then ends.
+func (r *restarter) saveAtStop(logger klog.Logger) {
+	r.save(logger)
+	r.blockDeltas.Lock()
+	r.stopJournalLocked()
+	r.blockDeltas.Unlock()
+}
+
+// header is the header of a snapshot of f frozen at.
+func (r *restarter) header(f storeFrozen, at time.Time) snapshot.Header {
 	h := r.identity
 	h.Encoding = r.store.encoding(f.set)
 	h.ResourceVersion, h.WrittenAt, h.Count = f.rv, at, f.items.Len()
+	return h
+}
+
+func (r *restarter) write(h snapshot.Header, f storeFrozen) error {
 	w, err := snapshot.Create(r.opts.Path, h)
 	if err != nil {
 		return err
@@ -336,7 +365,7 @@ func (s *sharedIndexInformer) runSnapshots(ctx context.Context, ctrl Controller)
 	return func() {
 		<-done
 		if isClosed(synced) {
-			r.save(klog.FromContext(ctx))
+			r.saveAtStop(klog.FromContext(ctx))
 		}
 	}
 }

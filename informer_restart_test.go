@@ -3,9 +3,11 @@ package cache
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -374,4 +376,149 @@ func TestListWatchSnapshotScope(t *testing.T) {
 	inf := newSharedIndexInformer(&ListWatch{}, &v1.Pod{}, SharedIndexInformerOptions{Snapshot: &SnapshotOptions{Path: "x"}}, nil)
 	_, err := buildRestarter(inf, inf.lw, *inf.snapshot)
 	assert.ErrorContains(t, err, "no SnapshotOptions.Scope")
+}
+
+// After a crash, the journal written since the last periodic snapshot
+// brings the restart to the last batch applied: inside a watch window
+// that the snapshot alone has left, the restart is still warm, and equals
+// a cold sync. A torn journal is applied up to its last whole change.
+func TestWarmRestartAfterACrashReplaysTheJournal(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, compactStore := range []bool{false, true} {
+		for _, journal := range []string{"whole", "torn", "lost"} {
+			t.Run(fmt.Sprintf("compact=%v/journal=%s", compactStore, journal), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { testJournalReplay(t, compactStore, journal) })
+			})
+		}
+	}
+}
+
+// testJournalReplay restarts from a crash with the journal whole, torn,
+// or lost: without it the snapshot alone is outside the window (410).
+func testJournalReplay(t *testing.T, compactStore bool, kept string) {
+	torn := kept == "torn"
+	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, HistorySize: 4})
+	for _, n := range []string{"a", "b", "c"} {
+		must(t)(srv.Create(labeledPod(n, "1")))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pods.snap")
+	opts := snapshotOptions(path, compactStore)
+	opts.Snapshot.Interval = time.Minute
+	run := startWithSnapshot(t, srv, opts)
+	time.Sleep(time.Minute + time.Second) // the periodic snapshot
+	snapRV := snapshotHeader(t, path).ResourceVersion
+
+	// Six changes: the snapshot's version leaves the window of four.
+	must(t)(srv.Update(labeledPod("a", "2")))
+	must(t)(srv.Delete("ns", "b"))
+	must(t)(srv.Create(labeledPod("d", "1")))
+	must(t)(srv.Create(labeledPod("e", "1")))
+	must(t)(srv.Update(labeledPod("c", "3")))
+	must(t)(srv.Create(labeledPod("f", "1")))
+	synctest.Wait()
+	// The crash: what is on disk now is all the next start has.
+	crashed := filepath.Join(t.TempDir(), "pods.snap")
+	copyFile(t, path, crashed)
+	journal, err := os.ReadFile(journalPath(path))
+	require.NoError(t, err)
+	if torn {
+		journal = journal[:len(journal)-3]
+	}
+	if kept != "lost" {
+		require.NoError(t, os.WriteFile(journalPath(crashed), journal, 0o600))
+	}
+	run.stop()
+	assert.Equal(t, snapRV, snapshotHeader(t, crashed).ResourceVersion, "the crashed copy is the periodic snapshot")
+	if torn {
+		// The last change is lost with the tear: a server one change on
+		// from the journal's end is still inside the window.
+		must(t)(srv.Create(labeledPod("g", "1")))
+	}
+	srv.ResetRequests()
+
+	opts.Snapshot = &SnapshotOptions{Path: crashed, Scope: &SnapshotScope{}, Interval: -1}
+	warm := startWithSnapshot(t, srv, opts)
+	defer warm.stop()
+	if kept == "lost" {
+		assert.Equal(t, []string{"snapshot older than the server's watch window"}, warm.metrics.outcomes)
+		assert.Equal(t, 1, srv.RequestCounts().FullSyncs())
+	} else {
+		assert.Equal(t, []string{RestartSynced}, warm.metrics.outcomes, "%v", warm.log.matching("Warm restart"))
+		assert.Zero(t, srv.RequestCounts().FullSyncs())
+	}
+	lines, cached := coldOracle(t, srv)
+	assert.Equal(t, lines, warm.rec.sorted())
+	assert.Equal(t, cached, cacheLines(warm.informer.GetStore().List()))
+}
+
+func copyFile(t *testing.T, from, to string) {
+	data, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, data, 0o600))
+}
+
+// Randomized restarts: writes, deletes, quiet downtimes and compactions
+// while the informer is down, the store switching between compact and
+// plain; after each restart the cache and the handlers' notifications
+// equal client-go's cold sync, a warm restart made no full sync, and the
+// outcome is the one the downtime calls for.
+func TestRandomizedRestarts(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synctest.Test(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(29, 29))
+		srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, HistorySize: 8})
+		path := filepath.Join(t.TempDir(), "pods.snap")
+		want := "no snapshot"
+		for round := range 60 {
+			srv.ResetRequests()
+			run := startWithSnapshot(t, srv, snapshotOptions(path, round%3 != 0))
+			require.Equal(t, []string{want}, run.metrics.outcomes, "round %d", round)
+			if want == RestartSynced {
+				require.Zero(t, srv.RequestCounts().FullSyncs(), "round %d", round)
+			}
+			lines, cached := coldOracle(t, srv)
+			require.Equal(t, lines, run.rec.sorted(), "round %d", round)
+			require.Equal(t, cached, cacheLines(run.informer.GetStore().List()), "round %d", round)
+			run.stop()
+			want = downtime(t, rng, srv)
+		}
+	})
+}
+
+// downtime changes srv at random while no informer runs and returns the
+// outcome the next restart must have: the window holds 8 events, and a
+// watch from the version just before the oldest is still served.
+func downtime(t *testing.T, rng *rand.Rand, srv *fake.Server) string {
+	before := srv.ResourceVersion()
+	for range rng.IntN(12) {
+		name := fmt.Sprintf("p%d", rng.IntN(10))
+		_, err := srv.Get("ns", name)
+		switch {
+		case err != nil:
+			must(t)(srv.Create(labeledPod(name, "0")))
+		case rng.IntN(3) == 0:
+			must(t)(srv.Delete("ns", name))
+		default:
+			must(t)(srv.Update(labeledPod(name, fmt.Sprint(rng.IntN(3)))))
+		}
+	}
+	// An update that changes nothing makes no event.
+	events := mustParseRV(t, srv.ResourceVersion()) - mustParseRV(t, before)
+	switch {
+	case events > 0 && rng.IntN(5) == 0:
+		srv.Compact()
+		return "snapshot older than the server's watch window"
+	case events > 8:
+		return "snapshot older than the server's watch window"
+	case rng.IntN(4) == 0:
+		srv.AdvanceResourceVersion(uint64(1 + rng.IntN(3)))
+	}
+	return RestartSynced
+}
+
+func mustParseRV(t *testing.T, rv string) uint64 {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	require.NoError(t, err)
+	return n
 }

@@ -310,12 +310,17 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 		Process: func(obj interface{}, isInInitialList bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
-			return apply.process(obj, isInInitialList)
+			err := apply.process(obj, isInInitialList)
+			deltas, _ := obj.(Deltas)
+			s.journal(qlogger, deltas, err)
+			return err
 		},
 		ProcessBatch: func(deltas []Delta, isInInitialList bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
-			return apply.processBatch(deltas, isInInitialList)
+			err := apply.processBatch(deltas, isInInitialList)
+			s.journal(qlogger, deltas, err)
+			return err
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}, s.clock)
