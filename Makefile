@@ -11,7 +11,7 @@ PKGS        := ./...
 NEXT_GO     := GOTOOLCHAIN=go1.27.3 $(GO)
 NEXT_FLAGS  := -modfile=go.next.mod -tags clientgo_v038
 
-.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next api-newest test-next depcheck depcheck-next integration integration-lint prometheus memratio demo-sharded generate generate-check upstream-tests
+.PHONY: all demo test fmt-check vet staticcheck unit bench bench-short api api-check api-next api-newest test-next depcheck depcheck-next integration integration-lint prometheus memratio demo-sharded generate generate-check upstream-tests demo-restart measure-restart
 
 all: test
 
@@ -109,6 +109,18 @@ prometheus:
 ## client-go (N objects, default 100000; see docs/MEMORY.md).
 memratio:
 	$(GO) run ./internal/cmd/memratio -n $(or $(N),100000)
+
+## demo-restart: an informer stops, saves its snapshot, pods change while it
+## is down, and it restarts warm, beside client-go's cold start (docs/RESTART.md).
+demo-restart:
+	$(GO) run ./examples/restart
+
+## measure-restart: the same with PODS (100000) realistic pods, ROUNDS (3
+## unless set) restarts, printed with the load (docs/RESTART.md "Measured").
+measure-restart:
+	@uptime
+	$(GO) run ./examples/restart -realistic -pods $(or $(PODS),100000) -rounds $(if $(filter file,$(origin ROUNDS)),3,$(ROUNDS))
+	@uptime
 
 ## demo-sharded: four sharded informers sharing pods on the fake API server.
 demo-sharded:

@@ -5,6 +5,7 @@ package cache_test
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 
 	cache "github.com/openinformer/cache"
 	"github.com/openinformer/cache/fake"
+	"github.com/openinformer/cache/informers"
 )
 
 // runPodInformer feeds the key of every pod that changes to queue and
@@ -128,6 +130,24 @@ func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInforme
 	})
 }
 
+// newRestartableInformer saves its cache in dir and, restarted inside the
+// server's watch window, resumes from it without a LIST.
+func newRestartableInformer(client kubernetes.Interface, dir string) cache.SharedIndexInformer {
+	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, fields.Everything())
+	return cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		Compact:  &cache.CompactOptions{}, // a compact cache loads without decoding
+		// Saved at stop (and every 5 minutes); its scope comes from lw.
+		Snapshot: &cache.SnapshotOptions{Path: filepath.Join(dir, "pods.snap")},
+	})
+}
+
+// newRestartableFactory gives each of its informers a snapshot file in dir.
+func newRestartableFactory(client kubernetes.Interface, dir string) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithSnapshots(dir, "v1")) // bump "v1" when a transform or an index function changes
+}
+
 // breakThings injects faults a real cluster produces.
 func breakThings(server *fake.Server) ([]fake.Request, error) {
 	server.FailNextWatches(3, fake.TooManyRequests(1)) // three watch starts get 429 with Retry-After: 1
@@ -149,5 +169,7 @@ func Example_readme() {
 	_ = newBoundedInformer
 	_ = newLeanInformer
 	_ = newInformerWithEveryOption
+	_ = newRestartableInformer
+	_ = newRestartableFactory
 	_ = breakThings
 }

@@ -39,7 +39,8 @@ func (f *sharedInformerFactory) newInformer(obj apiruntime.Object, newFunc inter
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		Identifier:   f.informerName.WithResource(res.gvr),
 	}
-	return f.build.informer(obj, res.listWatch(f.client, f.namespace, f.tweakListOptions), opts)
+	scope := build.SnapshotScope(f.namespace, f.tweakListOptions)
+	return f.build.informer(obj, res.gvr, scope, res.listWatch(f.client, f.namespace, f.tweakListOptions), opts)
 }
 
 // withSelector gives an informer the factory did not build itself the

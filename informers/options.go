@@ -5,6 +5,7 @@ import (
 	build "github.com/openinformer/cache/internal/informerbuild"
 	"github.com/openinformer/cache/sharding"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
 )
 
@@ -15,6 +16,9 @@ type buildOptions struct {
 	shard  func(obj runtime.Object) *sharding.Shard
 	// selector is every informer's shard selector (WithShardSelector).
 	selector apisharding.Selector
+	// snapshots, when set, gives every informer a snapshot file
+	// (WithSnapshots).
+	snapshots *build.Snapshots
 }
 
 // WithInformerOptions has fn adjust the options of every informer the
@@ -54,13 +58,31 @@ func WithShard(fn func(obj runtime.Object) *sharding.Shard) SharedInformerOption
 	}
 }
 
-func (b buildOptions) informer(obj runtime.Object, lw cache.ListerWatcher, opts cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
+// WithSnapshots turns on warm restarts (docs/RESTART.md) for the informers
+// the factory builds for built-in resources: each saves its cache to its
+// own file in dir, named after its resource and a hash of its namespace,
+// selectors, shard and version (see SnapshotOptions.Version: bump it when
+// the transform or the index functions change). dir must exist.
+// WithInformerOptions' fn sees each informer's Snapshot set, and may change
+// its Interval or set it nil. Informers made by a caller's own newFunc
+// passed to InformerFor are the caller's and get no snapshot.
+func WithSnapshots(dir, version string) SharedInformerOption {
+	return func(f *sharedInformerFactory) *sharedInformerFactory {
+		f.build.snapshots = &build.Snapshots{Dir: dir, Version: version}
+		return f
+	}
+}
+
+// informer builds the informer of gvr, whose example object is obj, over
+// lw, which lists scope.
+func (b buildOptions) informer(obj runtime.Object, gvr schema.GroupVersionResource, scope cache.SnapshotScope, lw cache.ListerWatcher, opts cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
 	var shard *sharding.Shard
 	if b.shard != nil {
 		shard = b.shard(obj)
 	}
 	return build.Informer(lw, obj, opts, func(o *cache.SharedIndexInformerOptions) {
 		o.ShardSelector = b.selector
+		b.snapshots.Apply(o, gvr, scope, shard)
 		for _, fn := range b.adjust {
 			fn(obj, o)
 		}

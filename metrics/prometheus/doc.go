@@ -21,6 +21,9 @@
 // openinformer_informer_object_errors_total (informer labels) counts the objects an informer
 // could not cache as given because a key, transform or index function failed on them; every
 // other object is still cached.
+// SnapshotMetrics(id) is an informer's SnapshotOptions.Metrics: its snapshots' save duration,
+// size, object count, time and failures (openinformer_snapshot_*), and its starts by outcome
+// (openinformer_informer_restarts_total: "synced" or the fallback's reason).
 // Informers only report metrics for a reserved InformerNameAndResource (set
 // SharedIndexInformerOptions.Identifier); handler metrics are reported for every informer.
 // Each metric family is registered on first use, so a registry shows only what is in use.

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -138,4 +139,41 @@ func TestFamiliesAreRegisteredOnFirstUse(t *testing.T) {
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+func TestSnapshotMetricsHaveNamesLabelsAndValues(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	s := m.SnapshotMetrics(podsID(t))
+
+	s.ObserveRestart("no snapshot")
+	s.ObserveSnapshotSaved(1500*time.Millisecond, 2048, 10, time.Unix(1700000000, 500_000_000))
+	s.ObserveSnapshotFailed()
+	s.ObserveRestart(cache.RestartSynced)
+	s.ObserveRestart(cache.RestartSynced)
+
+	want := `
+# HELP openinformer_informer_restarts_total Starts of the informer, by outcome: synced from its snapshot, or the reason it synced from the server.
+# TYPE openinformer_informer_restarts_total counter
+openinformer_informer_restarts_total{group="",name="pods-informer",outcome="no snapshot",resource="pods",version="v1"} 1
+openinformer_informer_restarts_total{group="",name="pods-informer",outcome="synced",resource="pods",version="v1"} 2
+# HELP openinformer_snapshot_last_save_timestamp_seconds When the informer's last snapshot was frozen, in seconds since the epoch.
+# TYPE openinformer_snapshot_last_save_timestamp_seconds gauge
+openinformer_snapshot_last_save_timestamp_seconds{group="",name="pods-informer",resource="pods",version="v1"} 1.7000000005e+09
+# HELP openinformer_snapshot_objects Objects in the informer's last snapshot.
+# TYPE openinformer_snapshot_objects gauge
+openinformer_snapshot_objects{group="",name="pods-informer",resource="pods",version="v1"} 10
+# HELP openinformer_snapshot_save_failures_total Snapshots of the informer's cache that could not be saved.
+# TYPE openinformer_snapshot_save_failures_total counter
+openinformer_snapshot_save_failures_total{group="",name="pods-informer",resource="pods",version="v1"} 1
+# HELP openinformer_snapshot_size_bytes Size on disk of the informer's last snapshot.
+# TYPE openinformer_snapshot_size_bytes gauge
+openinformer_snapshot_size_bytes{group="",name="pods-informer",resource="pods",version="v1"} 2048
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"openinformer_informer_restarts_total", "openinformer_snapshot_last_save_timestamp_seconds", "openinformer_snapshot_objects",
+		"openinformer_snapshot_save_failures_total", "openinformer_snapshot_size_bytes"))
+	count, err := testutil.GatherAndCount(reg, "openinformer_snapshot_save_duration_seconds")
+	require.NoError(t, err)
+	assert.Equal(t, 1, count)
 }
