@@ -85,7 +85,7 @@ func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOp
 	if !ok {
 		return nil, fmt.Errorf("the informer's store is a %T", s.indexer)
 	}
-	identity, err := snapshotIdentity(s, s.lw, options.Scope)
+	identity, err := snapshotIdentity(s, s.lw, options)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +119,17 @@ func withSnapshotDefaults(o SnapshotOptions) SnapshotOptions {
 }
 
 // snapshotIdentity is the header fields a snapshot of s must match: the
-// resource of its example object, the scope given or remembered by lw, and
-// the shard.
-func snapshotIdentity(s *sharedIndexInformer, lw ListerWatcher, given *SnapshotScope) (snapshot.Header, error) {
-	gvr, err := snapshotResource(s.objectType)
-	if err != nil {
-		return snapshot.Header{}, err
+// resource given or that of its example object, the scope given or
+// remembered by lw, and the shard.
+func snapshotIdentity(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOptions) (snapshot.Header, error) {
+	gvr := options.Resource
+	if gvr.Empty() {
+		var err error
+		if gvr, err = snapshotResource(s.objectType); err != nil {
+			return snapshot.Header{}, err
+		}
 	}
-	scope := given
+	scope := options.Scope
 	if scope == nil {
 		if sc, ok := lw.(snapshotScoper); ok {
 			scope = sc.snapshotScope()

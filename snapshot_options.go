@@ -1,6 +1,10 @@
 package cache
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // SnapshotOptions turns on warm restarts (docs/RESTART.md): the informer
 // saves its cache to a file, periodically and when it stops, and on its next
@@ -17,6 +21,12 @@ type SnapshotOptions struct {
 	// NewFilteredListWatchFromClient; for any other ListerWatcher nil
 	// turns snapshots off (logged once): a scope is never guessed.
 	Scope *SnapshotScope
+	// Resource is the resource the informer lists. The zero value derives
+	// it from the example object's apiVersion and kind, or its Go type's
+	// kind in client-go's scheme; an example object that names neither
+	// (an empty Unstructured, a PartialObjectMetadata) needs it set, or
+	// snapshots stay off (logged once).
+	Resource schema.GroupVersionResource
 	// Version names how cached objects are made (the transform, the index
 	// functions); a snapshot saved under another Version is not used. Bump
 	// it when the function given to SetTransform or an indexer changes.

@@ -66,6 +66,16 @@ func WithShardSelector(selector apisharding.Selector) SharedInformerOption {
 	return func(s *settings) { s.build.ShardSelector = selector }
 }
 
+// WithSnapshots turns on warm restarts (docs/RESTART.md) for every
+// informer of the factory: each saves its cache to its own file in dir,
+// named after its resource and a hash of its namespace, selectors, shard
+// and version (see SnapshotOptions.Version: bump it when the transform or
+// the index functions change). dir must exist. WithInformerOptions' fn sees
+// each informer's Snapshot set, and may change its Interval or set it nil.
+func WithSnapshots(dir, version string) SharedInformerOption {
+	return func(s *settings) { s.build.Snapshots = &build.Snapshots{Dir: dir, Version: version} }
+}
+
 // WithShard restricts each resource's informer to the shard fn returns for
 // it; nil means the whole collection.
 func WithShard(fn func(gvr schema.GroupVersionResource) *sharding.Shard) SharedInformerOption {
@@ -102,6 +112,7 @@ func NewFilteredDynamicInformer(client dynamic.Interface, gvr schema.GroupVersio
 }
 
 func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, resync time.Duration, indexers cache.Indexers, tweak TweakListOptionsFunc, o build.Options) clientinformers.GenericInformer {
+	o.Scope = build.SnapshotScope(namespace, tweak)
 	lw := build.ListWatch(client, tweak,
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return client.Resource(gvr).Namespace(namespace).List(ctx, opts)

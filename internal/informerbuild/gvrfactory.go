@@ -125,6 +125,12 @@ type Options struct {
 	// ShardSelector, when set, is every informer's ShardSelector (client-go
 	// v0.38's WithShardSelector).
 	ShardSelector apisharding.Selector
+	// Snapshots, when set, gives every informer a snapshot file of its own
+	// under Snapshots.Dir, for Scope.
+	Snapshots *Snapshots
+	// Scope is what the factory's informers list beyond their resource:
+	// its namespace and request tweak (see SnapshotScope).
+	Scope cache.SnapshotScope
 }
 
 // Informer is the package-level Informer with o applied for gvr.
@@ -135,6 +141,7 @@ func (o Options) Informer(gvr schema.GroupVersionResource, lw cache.ListerWatche
 	}
 	return Informer(lw, obj, opts, func(opts *cache.SharedIndexInformerOptions) {
 		opts.ShardSelector = o.ShardSelector
+		o.Snapshots.Apply(opts, gvr, o.Scope, shard)
 		for _, fn := range o.Adjust {
 			fn(gvr, opts)
 		}

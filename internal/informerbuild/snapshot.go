@@ -35,6 +35,7 @@ func (s *Snapshots) For(gvr schema.GroupVersionResource, scope cache.SnapshotSco
 	return &cache.SnapshotOptions{
 		Path:           filepath.Join(s.Dir, SnapshotFileName(gvr, scope, shard, s.Version)),
 		Scope:          &scope,
+		Resource:       gvr,
 		Version:        s.Version,
 		Interval:       s.Interval,
 		CatchUpTimeout: s.CatchUpTimeout,
