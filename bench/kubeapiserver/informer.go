@@ -112,6 +112,7 @@ type steadyReport struct {
 	Events       int64
 	CPUSec       float64
 	GCSec        float64
+	GCCycles     uint64
 	AllocBytes   uint64
 	AllocObjects uint64
 }
@@ -165,7 +166,7 @@ func runInformer(c config) error {
 		return fmt.Errorf("expected stop, got %q", in.Text())
 	}
 	s1, e1 := sample(), h.events()
-	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu, GCSec: s1.gc - s0.gc,
+	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu, GCSec: s1.gc - s0.gc, GCCycles: s1.cycles - s0.cycles,
 		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects})
 }
 
@@ -173,11 +174,11 @@ func runInformer(c config) error {
 type counters struct {
 	cpu, gc                  float64
 	allocBytes, allocObjects uint64
-	live                     uint64
+	live, cycles             uint64
 }
 
 var metricNames = []string{"/gc/heap/allocs:bytes", "/gc/heap/allocs:objects", "/gc/heap/live:bytes",
-	"/cpu/classes/gc/total:cpu-seconds"}
+	"/cpu/classes/gc/total:cpu-seconds", "/gc/cycles/total:gc-cycles"}
 
 func sample() counters {
 	ms := make([]metrics.Sample, len(metricNames))
@@ -188,7 +189,7 @@ func sample() counters {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return counters{cpu: cpu, allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64(), gc: ms[3].Value.Float64()}
+	return counters{cpu: cpu, allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64(), gc: ms[3].Value.Float64(), cycles: ms[4].Value.Uint64()}
 }
 
 // peaks are the highest live heap and heap in objects seen.
