@@ -36,6 +36,15 @@ func countViews(inf SharedIndexInformer) *viewCounter {
 
 func (c *viewCounter) hold(key string, obj any) (any, error) { return c.inner.hold(key, obj) }
 
+// holdAhead is the inner form's, so that a watch-list's objects take the
+// same path as without the counter.
+func (c *viewCounter) holdAhead(key string, obj any) (any, error) {
+	if a, ok := c.inner.(aheadHolder); ok {
+		return a.holdAhead(key, obj)
+	}
+	return c.inner.hold(key, obj)
+}
+
 // inPlace is the inner form's, so that the counter takes the same path.
 func (c *viewCounter) inPlace() bool { return c.inner.inPlace() }
 
