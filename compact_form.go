@@ -46,20 +46,43 @@ func (f *compactForm) hold(key string, obj any) (any, error) {
 		// Held ahead of a Replace (store_prehold.go): adopted as it is.
 		return e, nil
 	}
-	ro, ok := obj.(runtime.Object)
-	if !ok {
-		return nil, fmt.Errorf("compact storage keeps API objects (runtime.Object) only, not %T (key %q)", obj, key)
-	}
-	codec, err := f.codecFor(ro)
+	data, err := f.encode(key, obj)
 	if err != nil {
-		return nil, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
-	}
-	data, err := codec.Encode(ro)
-	if err != nil {
-		return nil, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
+		return nil, err
 	}
 	if f.hot != nil {
 		f.hot.Put(key, data.Identity(), obj)
+	}
+	return data, nil
+}
+
+// holdAhead encodes obj for a watch-list's buffer (store_prehold.go) and
+// leaves the hot cache alone: a stream's objects are handed out only once
+// the list is whole, in the order they came, so a hot cache smaller than
+// the list would keep the last ones decoded through the whole sync (more
+// for the collector to mark) and evict them before the fan-out reached
+// them. Measured in docs/PERFORMANCE.md (issue 28, sync).
+func (f *compactForm) holdAhead(key string, obj any) (any, error) {
+	data, err := f.encode(key, obj)
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// encode is obj's encoding, made by its type's codec.
+func (f *compactForm) encode(key string, obj any) (compact.Encoding, error) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return compact.Encoding{}, fmt.Errorf("compact storage keeps API objects (runtime.Object) only, not %T (key %q)", obj, key)
+	}
+	codec, err := f.codecFor(ro)
+	if err != nil {
+		return compact.Encoding{}, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
+	}
+	data, err := codec.Encode(ro)
+	if err != nil {
+		return compact.Encoding{}, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
 	}
 	return data, nil
 }

@@ -48,7 +48,7 @@ func (c *cache) preholder() preholdFunc {
 		if err != nil {
 			return preheld{}, err
 		}
-		held, err := c.storage.hold(key, obj)
+		held, err := c.storage.holdAhead(key, obj)
 		if err != nil {
 			return preheld{}, err
 		}

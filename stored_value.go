@@ -80,6 +80,27 @@ func (s *threadSafeMap) hold(key string, obj any) (any, error) {
 	return held, nil
 }
 
+// aheadHolder is a form that holds objects for a watch-list's buffer
+// (store_prehold.go) otherwise than for a write: compact storage keeps
+// them out of its hot cache.
+type aheadHolder interface {
+	holdAhead(key string, obj any) (any, error)
+}
+
+// holdAhead is hold for an object of a watch-list stream, held until the
+// list is whole.
+func (s *threadSafeMap) holdAhead(key string, obj any) (any, error) {
+	a, ok := s.form.(aheadHolder)
+	if !ok {
+		return s.hold(key, obj)
+	}
+	held, err := a.holdAhead(key, obj)
+	if err != nil {
+		return nil, holdError(key, err)
+	}
+	return held, nil
+}
+
 // view returns the object for a held value; false when the form failed,
 // which is reported, and the object is then left out of the read.
 func (s *threadSafeMap) view(key string, held any) (any, bool) {

@@ -17,6 +17,7 @@ type metric struct {
 var metricsTable = []metric{
 	{"sync wall s", "%.2f", func(s syncReport, _ steadyReport) float64 { return s.WallSec }},
 	{"sync CPU s", "%.2f", func(s syncReport, _ steadyReport) float64 { return s.CPUSec }},
+	{"sync GC CPU s", "%.2f", func(s syncReport, _ steadyReport) float64 { return s.GCSec }},
 	{"sync alloc MB", "%.0f", func(s syncReport, _ steadyReport) float64 { return mb(s.AllocBytes) }},
 	{"peak live MB", "%.0f", func(s syncReport, _ steadyReport) float64 { return mb(s.PeakLive) }},
 	{"peak heap MB", "%.0f", func(s syncReport, _ steadyReport) float64 { return mb(s.PeakHeap) }},
@@ -25,6 +26,8 @@ var metricsTable = []metric{
 	}},
 	{"peak/steady", "%.2f", func(s syncReport, _ steadyReport) float64 { return float64(s.PeakLive) / float64(s.SteadyLive) }},
 	{"CPU µs/event", "%.1f", func(_ syncReport, st steadyReport) float64 { return perEvent(st.CPUSec*1e6, st) }},
+	{"GC µs/event", "%.1f", func(_ syncReport, st steadyReport) float64 { return perEvent(st.GCSec*1e6, st) }},
+	{"GCs/1k events", "%.2f", func(_ syncReport, st steadyReport) float64 { return perEvent(1000*float64(st.GCCycles), st) }},
 	{"allocs/event", "%.0f", func(_ syncReport, st steadyReport) float64 { return perEvent(float64(st.AllocObjects), st) }},
 	{"B/event", "%.0f", func(_ syncReport, st steadyReport) float64 { return perEvent(float64(st.AllocBytes), st) }},
 }

@@ -260,3 +260,24 @@ func mustEncoding(t *testing.T, flags byte, tag uint32, body []byte) Encoding {
 	require.NoError(t, err)
 	return e
 }
+
+// Encoding a realistic pod allocates what protobuf's generated code
+// allocates for it (the strings of its memory quantities, sorted map keys)
+// and the encoding's pieces: nothing else, no buffer, no copy. The
+// per-event budget in docs/PERFORMANCE.md counts on it.
+func TestEncodeAllocationsRealisticPod(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop what is put back")
+	}
+	obj := benchObjects(t)["realistic-pod"]
+	c, err := NewCodec(obj, Options{})
+	require.NoError(t, err)
+	m := obj.(generated)
+	buf := make([]byte, m.Size())
+	generatedAllocs := testing.AllocsPerRun(50, func() {
+		_, _ = m.MarshalToSizedBuffer(buf[:m.Size()])
+	})
+	encodeAllocs := testing.AllocsPerRun(50, func() { _, _ = c.Encode(obj) })
+	t.Logf("encode %.0f allocations, of which protobuf's generated Size and Marshal %.0f", encodeAllocs, generatedAllocs)
+	assert.LessOrEqual(t, encodeAllocs-generatedAllocs, 2.0, "the codec's own: the encoding's pieces")
+}
