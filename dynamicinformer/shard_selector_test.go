@@ -79,7 +79,9 @@ func cachedKeys(t *testing.T, f clientdynamicinformer.DynamicSharedInformerFacto
 // SharedIndexInformer interface lacks and ours has on either minor.
 func setShardSelector(t *testing.T, informer any, selector apisharding.Selector) error {
 	t.Helper()
-	s, ok := informer.(interface{ SetShardSelector(apisharding.Selector) error })
+	s, ok := informer.(interface {
+		SetShardSelector(apisharding.Selector) error
+	})
 	if !ok {
 		t.Fatalf("%T has no SetShardSelector", informer)
 	}
