@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/sharding"
@@ -315,11 +316,11 @@ func (s *shardedListWatch) ListWithContext(ctx context.Context, options metav1.L
 	if err != nil {
 		return nil, err
 	}
-	sharded, ok := listMeta.(metav1.ShardedListInterface)
-	if !ok {
-		return nil, fmt.Errorf("object %T does not implement metav1.ShardedListInterface", list)
+	info, err := shardInfo(listMeta, list)
+	if err != nil {
+		return nil, err
 	}
-	if info := sharded.GetShardInfo(); info != nil {
+	if info != nil {
 		if info.Selector != options.ShardSelector {
 			return nil, fmt.Errorf("server applied shard selector %q, expected %q", info.Selector, options.ShardSelector)
 		}
@@ -331,6 +332,25 @@ func (s *shardedListWatch) ListWithContext(ctx context.Context, options metav1.L
 	}
 	listMeta.SetRemainingItemCount(nil)
 	return list, nil
+}
+
+// shardInfo is the list's ShardInfo, nil if the server sent none. An
+// UnstructuredList of apimachinery v0.37 has no GetShardInfo method (v0.38
+// adds it), so its metadata.shardInfo is read as v0.38's method does, or
+// every dynamic informer with a shard selector would fail to list on v0.37.
+func shardInfo(listMeta metav1.ListInterface, list apiruntime.Object) (*metav1.ShardInfo, error) {
+	if sharded, ok := listMeta.(metav1.ShardedListInterface); ok {
+		return sharded.GetShardInfo(), nil
+	}
+	u, ok := list.(*unstructured.UnstructuredList)
+	if !ok {
+		return nil, fmt.Errorf("object %T does not implement metav1.ShardedListInterface", list)
+	}
+	selector, found, err := unstructured.NestedString(u.Object, "metadata", "shardInfo", "selector")
+	if !found || err != nil {
+		return nil, nil
+	}
+	return &metav1.ShardInfo{Selector: selector}, nil
 }
 
 // keepMatching removes the items outside the shard from list; an item the

@@ -51,18 +51,19 @@ func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []noti
 // batchError words the failures of a batch of n write deltas as client-go
 // v0.37.2 does: a single delta's own error, or one naming every failure.
 //
-// client-go v0.38 differs here only: a delta whose key cannot be computed
-// is skipped before the transaction (the store already skips it alone, its
-// write record carrying the KeyError) and the KeyErrors are joined
-// (errors.Join) ahead of the "not all items" error of the other failures,
-// if any. v0.37.2's queue ends a batch after such a delta, and the wording
-// shows in the log, so the v0.38 wording waits for the v0.38 build.
+// client-go v0.38 differs here only (batchErrorV038): a delta whose key
+// cannot be computed is skipped before the transaction and its KeyError
+// joined ahead of the other failures. v0.37.2's queue ends a batch after
+// such a delta, and the wording shows in the log, so the v0.38 wording
+// follows the v0.38 build.
 func batchError(n int, txErr *TransactionError) error {
 	switch {
 	case txErr == nil:
 		return nil
 	case n == 1:
 		return txErr.Errors[0]
+	case clientGoV038:
+		return batchErrorV038(txErr)
 	}
 	return fmt.Errorf("not all items in the batch successfully processed: %s", txErr.Error())
 }
