@@ -26,7 +26,8 @@ import (
 // of the initial list and the list itself is still alive) and once synced,
 // over the fake server, for COMPACT_PEAK_PODS fixture pods and
 // COMPACT_PEAK_CRS small custom resources (each skipped when unset: 20k pods
-// need about 2 GB and several minutes). COMPACT_PEAK_PROFILE names a file
+// need about 2 GB and several minutes). COMPACT_PEAK_ONLY=sync/mode (e.g.
+// watch-list/compact-nohot) runs one case. COMPACT_PEAK_PROFILE names a file
 // that gets the heap profile of the highest sample. Run it without -race:
 //
 //	COMPACT_PEAK_PODS=20000 COMPACT_PEAK_CRS=20000 go test -run TestCompactInitialSyncPeak -v -count=1 .
@@ -50,6 +51,9 @@ func TestCompactInitialSyncPeak(t *testing.T) {
 		}
 		for _, sync := range []string{"watch-list", "list"} {
 			for _, mode := range peakModes {
+				if only := os.Getenv("COMPACT_PEAK_ONLY"); only != "" && only != sync+"/"+mode.name {
+					continue
+				}
 				peak, steady := syncHeap(t, load, sync == "list", mode)
 				t.Logf("%-10s %-12s %-9s %d: steady %6.1f MB (%5.0f B each), peak during sync %6.1f MB: %.2fx steady",
 					sync, mode.name, load.name, load.n, mb(steady), float64(steady)/float64(load.n), mb(peak), float64(peak)/float64(steady))
