@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/openinformer/cache/fake"
@@ -21,22 +24,62 @@ import (
 // TestCompactInitialSyncPeak measures the live heap an informer holds at
 // the height of its initial sync (when the store has taken the last object
 // of the initial list and the list itself is still alive) and once synced,
-// over the fake server, for COMPACT_PEAK_PODS fixture pods (skipped when
-// unset: 20k pods need about 2 GB and several minutes). Run it without -race:
+// over the fake server, for COMPACT_PEAK_PODS fixture pods and
+// COMPACT_PEAK_CRS small custom resources (each skipped when unset: 20k pods
+// need about 2 GB and several minutes). COMPACT_PEAK_ONLY=sync/mode (e.g.
+// watch-list/compact-nohot) runs one case. COMPACT_PEAK_PROFILE names a file
+// that gets the heap profile of the highest sample. Run it without -race:
 //
-//	COMPACT_PEAK_PODS=20000 go test -run TestCompactInitialSyncPeak -v -count=1 .
+//	COMPACT_PEAK_PODS=20000 COMPACT_PEAK_CRS=20000 go test -run TestCompactInitialSyncPeak -v -count=1 .
 func TestCompactInitialSyncPeak(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("COMPACT_PEAK_PODS"))
-	if n <= 0 {
-		t.Skip("set COMPACT_PEAK_PODS to measure")
+	pods, _ := strconv.Atoi(os.Getenv("COMPACT_PEAK_PODS"))
+	crs, _ := strconv.Atoi(os.Getenv("COMPACT_PEAK_CRS"))
+	if pods <= 0 && crs <= 0 {
+		t.Skip("set COMPACT_PEAK_PODS or COMPACT_PEAK_CRS to measure")
 	}
-	for _, sync := range []string{"watch-list", "list"} {
-		for _, mode := range storageModes {
-			peak, steady := syncHeap(t, n, sync == "list", mode)
-			t.Logf("%-10s %-8s %d pods: steady %6.1f MB (%5.0f B/pod), peak during sync %6.1f MB: %.2fx steady",
-				sync, mode.name, n, mb(steady), float64(steady)/float64(n), mb(peak), float64(peak)/float64(steady))
+	loads := []peakLoad{
+		{name: "pods", n: pods, example: &v1.Pod{}, opts: func(n int) fake.Options {
+			return fake.Options{Object: &v1.Pod{}, Objects: fixtures.Objects(fixtures.Pods(1, n))}
+		}},
+		{name: "small CRs", n: crs, example: smallCRExample(), opts: func(n int) fake.Options {
+			return fake.Options{GroupVersionKind: fixtures.SmallCustomResourceGVK, Objects: fixtures.Objects(fixtures.SmallCustomResources(1, n))}
+		}},
+	}
+	for _, load := range loads {
+		if load.n <= 0 {
+			continue
+		}
+		for _, sync := range []string{"watch-list", "list"} {
+			for _, mode := range peakModes {
+				if only := os.Getenv("COMPACT_PEAK_ONLY"); only != "" && only != sync+"/"+mode.name {
+					continue
+				}
+				peak, steady := syncHeap(t, load, sync == "list", mode)
+				t.Logf("%-10s %-12s %-9s %d: steady %6.1f MB (%5.0f B each), peak during sync %6.1f MB: %.2fx steady",
+					sync, mode.name, load.name, load.n, mb(steady), float64(steady)/float64(load.n), mb(peak), float64(peak)/float64(steady))
+			}
 		}
 	}
+}
+
+// smallCRExample is an empty object of fixtures' small custom resources'
+// kind.
+func smallCRExample() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fixtures.SmallCustomResourceGVK)
+	return u
+}
+
+// peakModes are the storage modes TestCompactInitialSyncPeak compares.
+var peakModes = append(storageModes[:len(storageModes):len(storageModes)],
+	storageMode{name: "compact-nohot", compact: &CompactOptions{HotObjects: -1}})
+
+// peakLoad is the content of a fake server to sync from.
+type peakLoad struct {
+	name    string
+	n       int
+	example k8sruntime.Object
+	opts    func(n int) fake.Options
 }
 
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }
@@ -94,27 +137,45 @@ func (f *probeForm) drop(key string) {
 	f.inner.drop(key)
 }
 
-// syncHeap runs one informer over n pods and returns the live heap at the
+// syncHeap runs one informer over load and returns the live heap at the
 // height of its initial sync and once synced, both beyond what the server
 // and the test held before.
-func syncHeap(t *testing.T, n int, listMode bool, mode storageMode) (peak, steady uint64) {
-	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: listMode,
-		Objects: fixtures.Objects(fixtures.Pods(1, n))})
-	lw := newStreamingLW(srv)
+func syncHeap(t *testing.T, load peakLoad, listMode bool, mode storageMode) (peak, steady uint64) {
+	opts := load.opts(load.n)
+	opts.WatchListUnsupported = listMode
+	srv := fake.MustNew(opts)
+	lw := newStreamingLWOf(srv, load.example)
 	base := liveHeap()
-	inf := mode.newInformer(lw, &v1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
-	probeStore(inf, &probeForm{every: int64(max(n/4, 1)), sampleViews: true, sample: func() { peak = max(peak, liveHeap()) }})
+	inf := mode.newInformer(lw, load.example, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	profile := os.Getenv("COMPACT_PEAK_PROFILE")
+	probeStore(inf, &probeForm{every: int64(max(load.n/8, 1)), sampleViews: true, sample: func() {
+		if h := liveHeap(); h > peak {
+			peak = h
+			writeHeapProfile(t, profile)
+		}
+	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
 	require.True(t, WaitForCacheSync(ctx.Done(), inf.HasSynced))
 	steady = liveHeap()
-	require.Len(t, inf.GetStore().ListKeys(), n)
+	require.Len(t, inf.GetStore().ListKeys(), load.n)
 	cancel()
 	wg.Wait()
 	runtime.KeepAlive(lw)
-	return peak - base, steady - base
+	return max(peak, steady) - base, steady - base
+}
+
+// writeHeapProfile writes the heap profile to file, when named.
+func writeHeapProfile(t *testing.T, file string) {
+	if file == "" {
+		return
+	}
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, pprof.WriteHeapProfile(f))
 }
 
 // streamingLW is the fake server whose watch-list streams decode each
@@ -124,10 +185,16 @@ func syncHeap(t *testing.T, n int, listMode bool, mode storageMode) (peak, stead
 type streamingLW struct {
 	*fake.Server
 	keys [][2]string // namespace and name, in key order
+	// example is the served type, of which the end bookmark is made.
+	example k8sruntime.Object
 }
 
-func newStreamingLW(srv *fake.Server) *streamingLW {
-	lw := &streamingLW{Server: srv}
+func newStreamingLW(srv *fake.Server) *streamingLW { return newStreamingLWOf(srv, &v1.Pod{}) }
+
+// newStreamingLWOf is newStreamingLW for a server of example's type (for
+// unstructured objects, with its kind set).
+func newStreamingLWOf(srv *fake.Server, example k8sruntime.Object) *streamingLW {
+	lw := &streamingLW{Server: srv, example: example}
 	for _, obj := range srv.Objects() {
 		m := obj.(metav1.Object)
 		lw.keys = append(lw.keys, [2]string{m.GetNamespace(), m.GetName()})
@@ -166,8 +233,10 @@ func (s *lazyStream) run(ctx context.Context) {
 			return
 		}
 	}
-	end := &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: s.rv,
-		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	end := s.lw.example.DeepCopyObject()
+	m := end.(metav1.Object)
+	m.SetResourceVersion(s.rv)
+	m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 	if s.send(ctx, watch.Event{Type: watch.Bookmark, Object: end}) {
 		s.send(ctx, watch.Event{})
 	}

@@ -33,7 +33,7 @@ func (f informerFanout) notifyOne(n notification) {
 // chunk at a time, so that no listener's lock is held for a whole relist.
 func (f informerFanout) notifyBatch(ns []notification) {
 	for len(ns) > 0 {
-		chunk := ns[:min(len(ns), notificationChunk)]
+		chunk := ns[:chunkFor(ns)]
 		f.distributeChunk(chunk)
 		ns = ns[len(chunk):]
 	}

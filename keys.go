@@ -113,6 +113,15 @@ func metaKeyParts(obj interface{}) (keyParts, error) {
 // key joins the parts; it allocates only when namespace is not empty.
 func (p keyParts) key() string { return joinKey(p.namespace, p.name) }
 
+// is reports whether key is p's key, without joining the parts.
+func (p keyParts) is(key string) bool {
+	if p.namespace == "" {
+		return key == p.name
+	}
+	n := len(p.namespace)
+	return len(key) == n+1+len(p.name) && key[:n] == p.namespace && key[n] == '/' && key[n+1:] == p.name
+}
+
 // joinBufSize bounds the keys joined on the stack; a namespace has at most
 // 63 bytes, so only names longer than 64 take the allocating paths.
 const joinBufSize = 128

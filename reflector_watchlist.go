@@ -126,7 +126,10 @@ type watchListBuffer struct {
 	prehold preholdFunc
 	items   []interface{}
 	// keys holds the key of each item while there is a transformer, whose
-	// output might no longer yield the key of its input, or a preholder.
+	// output might no longer yield the key of its input, or a preholder
+	// whose store keys an item otherwise: a preheld item carries its store
+	// key, and while that is the item's key the buffer keeps none (40 B
+	// per item, 0.8 MB of a 20k-object sync).
 	keys    []string
 	last    keyParts
 	hasLast bool
@@ -150,12 +153,30 @@ func (b *watchListBuffer) add(obj runtime.Object) error {
 		b.put(name.key(), stored)
 	default:
 		b.items = append(b.items, stored)
-		if b.transform != nil || b.prehold != nil {
-			b.keys = append(b.keys, name.key())
-		}
+		b.keepKey(name, stored)
 		b.last, b.hasLast = name, true
 	}
 	return nil
+}
+
+// keepKey records the key of the item just appended, name's, unless the
+// buffer can read it back from the item. Once a preheld item's store key
+// differs from its name's key, every item's key is kept.
+func (b *watchListBuffer) keepKey(name keyParts, stored interface{}) {
+	if b.transform == nil && b.prehold == nil {
+		return
+	}
+	if p, ok := stored.(preheld); ok && b.keys == nil && name.is(p.key) {
+		return
+	}
+	if b.keys == nil && b.prehold != nil {
+		earlier := b.items[:len(b.items)-1]
+		b.keys = make([]string, len(earlier), cap(b.items))
+		for i, obj := range earlier {
+			b.keys[i] = obj.(preheld).key
+		}
+	}
+	b.keys = append(b.keys, name.key())
 }
 
 func (b *watchListBuffer) update(obj runtime.Object) error {
@@ -251,8 +272,9 @@ func (b *watchListBuffer) put(key string, obj interface{}) {
 	b.items = append(b.items, obj)
 }
 
-// index switches the buffer to map mode, once. Without a transformer the
-// keys are read back from the buffered objects themselves.
+// index switches the buffer to map mode, once. A preheld item carries its
+// key; without a transformer the keys are read back from the buffered
+// objects themselves.
 func (b *watchListBuffer) index() {
 	if b.slot != nil {
 		return
@@ -261,6 +283,10 @@ func (b *watchListBuffer) index() {
 	for i, obj := range b.items {
 		if b.keys != nil {
 			b.slot[b.keys[i]] = i
+			continue
+		}
+		if p, ok := obj.(preheld); ok {
+			b.slot[p.key] = i
 			continue
 		}
 		if p, err := metaKeyParts(obj); err == nil {

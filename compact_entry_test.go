@@ -1,0 +1,87 @@
+package cache
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/fixtures"
+)
+
+// TestMeasureEntryOverhead measures, for COMPACT_ENTRY_N small custom
+// resources (about 1.5 KB of CBOR each; skipped when unset), the heap of
+// client-go's Indexer holding them decoded, of a compact Indexer without
+// hot cache, and what the compact Indexer keeps per entry beside the
+// encodings (key, map slot, index entries). Run it without -race:
+//
+//	COMPACT_ENTRY_N=20000 go test -run TestMeasureEntryOverhead -v -count=1 .
+func TestMeasureEntryOverhead(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("COMPACT_ENTRY_N"))
+	if n <= 0 {
+		t.Skip("set COMPACT_ENTRY_N to measure")
+	}
+	objs := decodedSmallCRs(t, n)
+	base := liveHeap()
+	cg := clientgocache.NewIndexer(clientgocache.MetaNamespaceKeyFunc, clientgocache.Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	for _, o := range objs {
+		require.NoError(t, cg.Add(o))
+	}
+	cgStore := liveHeap() - base
+	runtime.KeepAlive(cg)
+	cg = nil
+	objBytes := liveHeap()
+	objs = decodedSmallCRs(t, n) // fresh objects, so that none is shared with client-go's
+	objBytes = liveHeap() - objBytes
+	base = liveHeap()
+
+	ours, held := compactEntryHeap(t, objs)
+	overhead := float64(ours-held) / float64(n)
+	t.Logf("%d small CRs: decoded %.0f B each; client-go Indexer %.0f B/entry (store %.0f B beside the objects)",
+		n, float64(objBytes)/float64(n), float64(cgStore+objBytes)/float64(n), float64(cgStore)/float64(n))
+	t.Logf("compact, no hot cache: %.0f B/entry = encodings %.0f B + %.1f B per entry of key, slot and index: %.3fx client-go",
+		float64(ours)/float64(n), float64(held)/float64(n), overhead, float64(ours)/float64(cgStore+objBytes))
+	runtime.KeepAlive(objs)
+	_ = base
+}
+
+// compactEntryHeap fills a compact Indexer without hot cache with objs and
+// returns its heap, and the heap of its encodings alone.
+func compactEntryHeap(t *testing.T, objs []*unstructured.Unstructured) (store, encodings uint64) {
+	before := liveHeap()
+	idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, CompactOptions{HotObjects: -1})
+	for _, o := range objs {
+		require.NoError(t, idx.Add(o))
+	}
+	store = liveHeap() - before
+	encs := make([]compact.Encoding, 0, len(objs))
+	idx.(*cache).storage.items.Range(func(_ string, held any) bool {
+		encs = append(encs, held.(compact.Encoding))
+		return true
+	})
+	withSlice := liveHeap()
+	runtime.KeepAlive(idx)
+	idx = nil
+	encodings = liveHeap() - before - uint64(8*cap(encs))
+	_ = withSlice
+	runtime.KeepAlive(encs)
+	return store, encodings
+}
+
+// decodedSmallCRs returns n small custom resources as an informer holds
+// them: decoded from their JSON.
+func decodedSmallCRs(t *testing.T, n int) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, n)
+	for i := range out {
+		data, err := fixtures.SmallCustomResource(1, i).MarshalJSON()
+		require.NoError(t, err)
+		out[i] = &unstructured.Unstructured{}
+		require.NoError(t, out[i].UnmarshalJSON(data))
+	}
+	return out
+}

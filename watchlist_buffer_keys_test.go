@@ -1,0 +1,78 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestKeyPartsIs(t *testing.T) {
+	p := keyParts{namespace: "ns", name: "a"}
+	assert.True(t, p.is("ns/a"))
+	for _, k := range []string{"ns/b", "nsa", "ns/a/", "n/sa", "a", ""} {
+		assert.False(t, p.is(k), k)
+	}
+	assert.True(t, keyParts{name: "a"}.is("a"))
+	assert.False(t, keyParts{name: "a"}.is("/a"))
+}
+
+// A preholding buffer keeps no keys of its own while each preheld item's
+// store key is its name's key, and switches to keeping every item's key
+// (its name's, which deletes and out-of-order events are matched by) once
+// a store keys an item otherwise.
+func TestWatchListBufferPreheldKeys(t *testing.T) {
+	pod := func(name string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	for _, tc := range []struct {
+		name     string
+		storeKey func(p *v1.Pod) string
+		keysKept bool
+	}{
+		{"store keys by name", func(p *v1.Pod) string { return p.Namespace + "/" + p.Name }, false},
+		{"store keys otherwise", func(p *v1.Pod) string {
+			if p.Name == "a" {
+				return p.Namespace + "/" + p.Name
+			}
+			return "other:" + p.Name
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newWatchListBuffer(nil)
+			b.prehold = func(obj any) (preheld, error) {
+				p := obj.(*v1.Pod)
+				return preheld{key: tc.storeKey(p), held: p}, nil
+			}
+			for _, n := range []string{"a", "b", "c"} {
+				require.NoError(t, b.add(pod(n)))
+			}
+			assert.Equal(t, tc.keysKept, b.keys != nil)
+			if tc.keysKept {
+				assert.Equal(t, []string{"ns/a", "ns/b", "ns/c"}, b.keys)
+			}
+			require.NoError(t, b.delete(pod("b")))
+			require.NoError(t, b.update(pod("a")))
+			var names []string
+			for _, obj := range b.finish() {
+				names = append(names, obj.(preheld).held.(*v1.Pod).Name)
+			}
+			assert.Equal(t, []string{"a", "c"}, names)
+		})
+	}
+}
+
+// Preheld objects go to listeners preheldChunk at a time, since each chunk
+// is decoded whole; others notificationChunk at a time.
+func TestChunkFor(t *testing.T) {
+	held := make([]notification, 3*preheldChunk)
+	for i := range held {
+		held[i].newObj = preheld{key: "k"}
+	}
+	assert.Equal(t, preheldChunk, chunkFor(held))
+	assert.Equal(t, 5, chunkFor(held[:5]))
+	plain := make([]notification, 2*notificationChunk)
+	assert.Equal(t, notificationChunk, chunkFor(plain))
+}
