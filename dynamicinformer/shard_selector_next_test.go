@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/goleak"
 	clientdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
+
+	"github.com/openinformer/cache/internal/factorytest"
 )
 
 // client-go v0.38's dynamic factory with WithShardSelector is the oracle:
@@ -16,12 +18,12 @@ import (
 // refusal after it.
 func TestWithShardSelectorMatchesClientGo(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	for _, prepare := range []func(*testing.T, clientdynamicinformer.DynamicSharedInformerFactory){nil, setHighHalf} {
-		client, _ := shardClient(t, lowHalf)
-		ours, oursErr := cachedKeys(t, NewDynamicSharedInformerFactoryWithOptions(client, 0, WithShardSelector(lowHalf)), prepare)
-		client, _ = shardClient(t, lowHalf)
-		theirs, theirsErr := cachedKeys(t, clientdynamicinformer.NewDynamicSharedInformerFactoryWithOptions(client, 0, clientdynamicinformer.WithShardSelector(lowHalf)), prepare)
-		assertKeys(t, theirs, ours)
+	for _, prepare := range []func(*testing.T, factorytest.Factory){nil, factorytest.HighHalfBeforeStart(deployments)} {
+		client, _ := shardClient(t, factorytest.LowHalf)
+		ours, oursErr := factorytest.CachedKeys(t, NewDynamicSharedInformerFactoryWithOptions(client, 0, WithShardSelector(factorytest.LowHalf)), deployments, prepare)
+		client, _ = shardClient(t, factorytest.LowHalf)
+		theirs, theirsErr := factorytest.CachedKeys(t, clientdynamicinformer.NewDynamicSharedInformerFactoryWithOptions(client, 0, clientdynamicinformer.WithShardSelector(factorytest.LowHalf)), deployments, prepare)
+		factorytest.AssertKeys(t, theirs, ours)
 		if fmt.Sprint(oursErr) != fmt.Sprint(theirsErr) {
 			t.Errorf("SetShardSelector after Start: ours %v, client-go %v", oursErr, theirsErr)
 		}
