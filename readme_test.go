@@ -91,3 +91,30 @@ func TestReadmeOptionsAtAGlanceNameEveryField(t *testing.T) {
 		}
 	}
 }
+
+// The README's file map names every file of the package and every
+// internal package, so that a reader looking for a concern finds its file.
+func TestReadmeFileMapNamesEveryFile(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fileMap, ok := strings.Cut(string(readme), "| Stage | Files |\n")
+	if !ok {
+		t.Fatal(`README.md has no file map ("| Stage | Files |")`)
+	}
+	fileMap, _, _ = strings.Cut(fileMap, "\n\n")
+	sources, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	internals, err := filepath.Glob("internal/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(sources, internals...) {
+		if !strings.HasSuffix(name, "_test.go") && !strings.Contains(fileMap, "`"+name) {
+			t.Errorf("README's file map does not name %s", name)
+		}
+	}
+}
