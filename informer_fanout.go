@@ -7,8 +7,8 @@ type informerFanout struct{ s *sharedIndexInformer }
 
 // OnAdd, OnUpdate and OnDelete make informerFanout a ResourceEventHandler
 // for a store that is not this package's: each is a batch of one, so that
-// it takes notifyBatch's path (preheld objects read back, the mutation
-// detector told, sync updates marked) like every other change.
+// it takes notifyBatch's path (preheld objects boxed or read back, the
+// mutation detector told, sync updates marked) like every other change.
 func (f informerFanout) OnAdd(obj interface{}, isInInitialList bool) {
 	f.notifyOne(notification{kind: addNotification, newObj: obj, initial: isInInitialList})
 }
@@ -40,9 +40,12 @@ func (f informerFanout) notifyBatch(ns []notification) {
 }
 
 // distributeChunk hands each listener the whole chunk at once, with the
-// objects a compact informer's watch-list held encoded read back.
+// objects a compact informer's watch-list held encoded boxed for the
+// listeners to decode (adds) or read back (see heldBox). A chunk of them
+// is staged in a buffer on the stack: listeners copy what they queue.
 func (f informerFanout) distributeChunk(ns []notification) {
-	ns = resolvePreheld(ns)
+	var buf [preheldChunk]notification
+	ns = stagePreheld(ns, buf[:0], f.boxAdds())
 	var sync []bool
 	for i := range ns {
 		n := &ns[i]
@@ -58,6 +61,14 @@ func (f informerFanout) distributeChunk(ns []notification) {
 		}
 	}
 	f.s.processor.distribute(ns, sync)
+}
+
+// boxAdds reports whether preheld adds may reach the listeners encoded:
+// unless the mutation detector, which must see every object handed out,
+// is on.
+func (f informerFanout) boxAdds() bool {
+	_, off := f.s.mutationDetector.(noopMutationDetector)
+	return off
 }
 
 // isSyncUpdate reports an update that did not change the resource version.

@@ -40,23 +40,29 @@ type keyState struct {
 // number of distinct keys, not by the number of events.
 type backlogOverflow struct {
 	keyFunc KeyFunc
-	keys    map[string]keyState
+	// heldKeys is listenerConfig's: a boxed object is keyed by its store
+	// key.
+	heldKeys bool
+	keys     map[string]keyState
 	// initialOutstanding counts discarded initial-list adds whose sync
 	// tracking is settled once the resync was delivered.
 	initialOutstanding int64
 }
 
-func newBacklogOverflow(keyFunc KeyFunc) *backlogOverflow {
-	return &backlogOverflow{keyFunc: keyFunc, keys: map[string]keyState{}}
+func newBacklogOverflow(cfg *listenerConfig) *backlogOverflow {
+	return &backlogOverflow{keyFunc: cfg.keyFunc, heldKeys: cfg.heldKeys, keys: map[string]keyState{}}
 }
 
 // record folds n into the key's state; it reports an object without a key.
+// A boxed object that cannot be read back (to key it, with another key
+// function than the store's) is left out as its delivery would leave it:
+// the form's view reported it.
 func (o *backlogOverflow) record(n notification) error {
 	if n.tracked {
 		o.initialOutstanding++
 	}
-	key, err := o.keyFunc(n.object())
-	if err != nil {
+	key, ok, err := o.keyOf(n.object())
+	if err != nil || !ok {
 		return err
 	}
 	st, seen := o.keys[key]
@@ -73,6 +79,20 @@ func (o *backlogOverflow) record(n notification) error {
 	st.latest, st.exists = n.newObj, n.kind != deleteNotification
 	o.keys[key] = st
 	return nil
+}
+
+// keyOf keys obj, ok false when it is boxed and cannot be read back.
+func (o *backlogOverflow) keyOf(obj interface{}) (key string, ok bool, err error) {
+	if b, boxed := obj.(*heldBox); boxed {
+		if o.heldKeys {
+			return b.key, true, nil
+		}
+		if obj, ok = b.object(); !ok {
+			return "", false, nil
+		}
+	}
+	key, err = o.keyFunc(obj)
+	return key, true, err
 }
 
 // reconcile turns the record into notifications, key by key in sorted
@@ -121,7 +141,7 @@ func (l *processorListener) recordLocked(n notification) {
 // once per interval, since a handler that stays slow collapses repeatedly.
 // Called with l.mu held; now is the distribution time.
 func (l *processorListener) collapse(n notification, now time.Duration) {
-	l.overflow = newBacklogOverflow(l.cfg.keyFunc)
+	l.overflow = newBacklogOverflow(l.cfg)
 	for {
 		old, ok := l.pending.PopFront()
 		if !ok {

@@ -320,13 +320,17 @@ func (l *processorListener) markWaiting(rest []notification) {
 // the process. With ReallyCrash false the notification is skipped and
 // delivery continues after panicPause, and an initial-list add counts as
 // delivered either way, so a panicking OnAdd cannot keep the registration
-// unsynced forever.
+// unsynced forever. A boxed object is read back first (see heldBox), under
+// the same recovery; one that cannot be is not delivered, but an initial
+// add counts as delivered all the same.
 func (l *processorListener) deliver(n notification) (returned bool) {
 	if n.tracked {
 		defer l.synced.finish(1)
 	}
 	defer utilruntime.HandleCrashWithLogger(l.panicLogger)
-	n.callOn(l.handler)
+	if n.readBack() {
+		n.callOn(l.handler)
+	}
 	return true
 }
 

@@ -137,6 +137,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
 		keyFunc:       informerKeyFunc,
+		heldKeys:      true, // the indexer's key function, above
 		backlogLimit:  options.MaxPendingNotificationsPerHandler,
 		slowThreshold: options.SlowHandlerThreshold,
 		metrics:       options.HandlerMetricsProvider,

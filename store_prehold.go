@@ -8,7 +8,8 @@ import "slices"
 // object encoded, with its index values, the queue's ReplacedAll carries
 // those entries, the store adopts them without encoding or decoding again,
 // and the informer's fan-out decodes each one (or takes it from the hot
-// cache) only as it hands it to the handlers, a chunk at a time. Stores
+// cache) only as it hands it to the handlers, a chunk at a time, or has
+// the handlers' listeners decode it (see heldBox). Stores
 // that hold objects as they are never take this path: there is nothing to
 // gain.
 
@@ -60,37 +61,6 @@ func (c *cache) preholder() preholdFunc {
 // view reads p back, into the form's cache of decoded objects if keep.
 func (p preheld) view(keep bool) (any, bool) {
 	return viewHeld(p.form, p.key, p.held, keep)
-}
-
-// resolvePreheld returns ns with every preheld object read back, in a new
-// slice when there is one, so that the decoded objects live only as long
-// as the chunk they are handed out in and not as long as the caller's
-// slice (a whole relist). A change whose object cannot be read back is left
-// out, reported by the form's view.
-func resolvePreheld(ns []notification) []notification {
-	first := -1
-	for i := range ns {
-		if _, ok := ns[i].newObj.(preheld); ok {
-			first = i
-			break
-		}
-	}
-	if first < 0 {
-		return ns
-	}
-	out := make([]notification, first, len(ns))
-	copy(out, ns[:first])
-	for _, n := range ns[first:] {
-		if p, ok := n.newObj.(preheld); ok {
-			obj, ok := p.view(true)
-			if !ok {
-				continue
-			}
-			n.newObj = obj
-		}
-		out = append(out, n)
-	}
-	return out
 }
 
 // adoptHeld is, for a Replace, obj's key and held value if obj is held

@@ -65,8 +65,8 @@ func newInformer(k kind, lw clientcache.ListerWatcher, path string) cache.Shared
 	})
 }
 
-// runOne starts the informer of k, waits for it and its handler to sync,
-// then stops it, and reports the start's cost.
+// runOne starts the informer of k, waits for it and then its handler to
+// sync, then stops it, and reports the start's cost, until each.
 func runOne(ctx context.Context, k kind, srv *fake.Server, w *wire, path string) (start, error) {
 	inf := newInformer(k, w, path)
 	rec := &recorder{initial: map[string]string{}}
@@ -81,8 +81,11 @@ func runOne(ctx context.Context, k kind, srv *fake.Server, w *wire, path string)
 	done := make(chan struct{})
 	m := startMeter()
 	go func() { defer close(done); inf.RunWithContext(runCtx) }()
-	synced := waitSynced(runCtx, inf.HasSynced, reg.HasSynced)
+	synced := waitSynced(runCtx, inf.HasSynced)
+	informer := m.mark(w.serverNanos.Load())
+	synced = synced && waitSynced(runCtx, reg.HasSynced)
 	s := start{kind: k, cost: m.end(w.serverNanos.Load()), requests: srv.RequestCounts(), read: w.read.Load(), seen: rec}
+	s.cost.informer = informer
 	stopAt := time.Now()
 	cancel()
 	<-done

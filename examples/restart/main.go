@@ -81,6 +81,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	path := filepath.Join(cfg.dir, "core_v1_pods.snap")
 	fmt.Fprintf(out, "restart: %d %s pods on the embedded fake API server, %d changed while the informer is down; snapshot %s\n",
 		cfg.pods, podStyle(cfg.realistic), cfg.changes, path)
+	fmt.Fprintln(out, "the process holds the fake server too: the heap figures include what the server allocates to serve the start (docs/RESTART.md)")
 	for i := range cfg.rounds {
 		starts, err := c.round(ctx, path, cfg)
 		if err != nil {

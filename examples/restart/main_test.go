@@ -39,7 +39,7 @@ func runDemo(t *testing.T, cfg config) string {
 func TestRestartDemo(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	out := runDemo(t, config{pods: 300, rounds: 2, dir: t.TempDir()})
-	for _, want := range []string{"client-go cold", "ours cold", "ours warm", "time to sync", "full lists", "probes (limit=1)", "bytes read", "peak heap", "round 2"} {
+	for _, want := range []string{"client-go cold", "ours cold", "ours warm", "time to informer HasSynced", "time to handler HasSynced", "until informer HasSynced", "full lists", "probes (limit=1)", "bytes read", "peak heap", "round 2"} {
 		assert.Contains(t, out, want)
 	}
 	// Every round's cold start is cold: both rounds' warm starts are the

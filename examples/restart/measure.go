@@ -26,8 +26,12 @@ const heapSampleInterval = time.Millisecond
 
 // cost is what one informer start cost the process.
 type cost struct {
-	// sync is the time from Run to HasSynced.
+	// sync is the time from Run to the handler registration's HasSynced:
+	// every initial add delivered.
 	sync time.Duration
+	// informer is the cost until the informer's own HasSynced (its store
+	// populated), which comes first: its sync, cpu and server only.
+	informer *cost
 	// cpu is the process's user and system CPU over the start, the fake
 	// server's included; server is the part the wire measured as the
 	// server's (listing and encoding).
@@ -80,6 +84,12 @@ func (m *meter) sample() {
 			m.peak = max(m.peak, read(heapMetric))
 		}
 	}
+}
+
+// mark records the cost so far as the informer's, at its HasSynced.
+func (m *meter) mark(serverNanos int64) *cost {
+	cpu, _ := processCPU()
+	return &cost{sync: time.Since(m.began), cpu: cpu - m.cpu, server: time.Duration(serverNanos)}
 }
 
 // end stops sampling and returns the start's cost; the steady heap is

@@ -19,7 +19,8 @@ func report(out io.Writer, starts []start) error {
 		fmt.Fprintln(tw)
 	}
 	row("", func(s start) string { return s.kind.String() })
-	row("time to sync", func(s start) string { return seconds(s.cost.sync) })
+	row("time to informer HasSynced", func(s start) string { return informerCell(s, func(c *cost) time.Duration { return c.sync }) })
+	row("time to handler HasSynced", func(s start) string { return seconds(s.cost.sync) })
 	row("full lists", func(s start) string { return fmt.Sprint(s.requests.FullLists) })
 	row("list pages", func(s start) string { return fmt.Sprint(s.requests.ListPages) })
 	row("probes (limit=1)", func(s start) string { return fmt.Sprint(s.requests.ProbeLists) })
@@ -30,6 +31,7 @@ func report(out io.Writer, starts []start) error {
 	row("  of which system", func(s start) string { return seconds(s.cost.sys) })
 	row("  GC (runtime's estimate)", func(s start) string { return seconds(s.cost.gc) })
 	row("CPU, informer (no server)", func(s start) string { return seconds(s.cost.client()) })
+	row("  until informer HasSynced", func(s start) string { return informerCell(s, (*cost).client) })
 	row("allocated", func(s start) string { return size(s.cost.allocated) })
 	row("peak heap (above before)", func(s start) string { return size(s.cost.peak) })
 	row("steady heap (after GC)", func(s start) string { return size(s.cost.steady) })
@@ -81,11 +83,26 @@ func report(out io.Writer, starts []start) error {
 }
 
 // ratios compares a warm start with a cold one: bytes read, the
-// informer's CPU, time to sync, peak heap over steady.
+// informer's CPU and time until the handler synced, then until the
+// informer did (when both were marked), peak heap over steady.
 func ratios(warm, cold start) string {
-	return fmt.Sprintf("bytes read %s, informer CPU %s, time to sync %s; peak heap %s of its steady heap",
+	out := fmt.Sprintf("bytes read %s, informer CPU %s, time to handler sync %s",
 		ratio(float64(warm.read), float64(cold.read)), ratio(float64(warm.cost.client()), float64(cold.cost.client())),
-		ratio(float64(warm.cost.sync), float64(cold.cost.sync)), ratio(float64(warm.cost.peak), float64(warm.cost.steady)))
+		ratio(float64(warm.cost.sync), float64(cold.cost.sync)))
+	if w, c := warm.cost.informer, cold.cost.informer; w != nil && c != nil {
+		out += fmt.Sprintf("; until the informer's HasSynced: CPU %s, time %s",
+			ratio(float64(w.client()), float64(c.client())), ratio(float64(w.sync), float64(c.sync)))
+	}
+	return out + fmt.Sprintf("; peak heap %s of its steady heap", ratio(float64(warm.cost.peak), float64(warm.cost.steady)))
+}
+
+// informerCell is v of s's cost until the informer's HasSynced, "-" when
+// the start did not mark it.
+func informerCell(s start, v func(*cost) time.Duration) string {
+	if s.cost.informer == nil {
+		return "-"
+	}
+	return seconds(v(s.cost.informer))
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }

@@ -1,0 +1,97 @@
+package cache
+
+import "sync"
+
+// Handlers decode their own initial list.
+//
+// A compact informer's initial list (a watch-list's objects held as they
+// arrived, or a warm restart's snapshot) reaches the fan-out still encoded,
+// as preheld values. Decoding them there, on the informer's processLoop,
+// made the informer's own HasSynced, which only needs the store populated,
+// wait for every decode the handlers need (docs/RESTART.md, "Measured").
+// So the fan-out hands each listener a heldBox instead of the object, and
+// the listener decodes it just before it calls its handler. The box decodes
+// once, for the first listener to reach it; every listener gets the same
+// object, which lives as long as some listener still holds the box.
+//
+// Only adds are boxed: an update's objects are read on the processLoop (a
+// sync update is told apart by their resource versions), and so is every
+// object when the mutation detector, which records what handlers are
+// handed, is on.
+
+// heldBox is a preheld add's object on its way to the handlers: its
+// encoding, and once read back, the object (ok false when it could not be:
+// the form's view reported it, and the add is not delivered).
+type heldBox struct {
+	key  string
+	held any
+	form storedForm
+	once sync.Once
+	obj  any
+	ok   bool
+}
+
+// object is the box's object, read back (into the form's hot cache) by the
+// first caller; the others wait for it and get the same.
+func (b *heldBox) object() (any, bool) {
+	b.once.Do(func() { b.obj, b.ok = viewHeld(b.form, b.key, b.held, true) })
+	return b.obj, b.ok
+}
+
+// readBack replaces a boxed object of n by the object, reporting false
+// when it cannot be read back: the handler is then not called.
+func (n *notification) readBack() bool {
+	b, ok := n.newObj.(*heldBox)
+	if !ok {
+		return true
+	}
+	n.newObj, ok = b.object()
+	return ok
+}
+
+// stagePreheld returns ns, with every preheld object either boxed (an add,
+// when boxAdds) or read back, in out (grown if need be) when there is
+// one: ns's own array, the whole batch's, is left alone, so that nothing a
+// listener decodes lives as long as it. The boxes of a chunk share one
+// allocation; a listener's delivered boxes then stay until the chunk's last
+// one is delivered, at most a chunk of decoded objects per listener. A
+// change whose object cannot be read back here is left out, reported by
+// the form's view.
+func stagePreheld(ns, out []notification, boxAdds bool) []notification {
+	first, adds := -1, 0
+	for i := range ns {
+		if _, ok := ns[i].newObj.(preheld); ok {
+			if first < 0 {
+				first = i
+			}
+			if ns[i].kind == addNotification {
+				adds++
+			}
+		}
+	}
+	if first < 0 {
+		return ns
+	}
+	var slab []heldBox
+	if boxAdds {
+		slab = make([]heldBox, adds)
+	}
+	out = append(out[:0], ns[:first]...)
+	for _, n := range ns[first:] {
+		p, ok := n.newObj.(preheld)
+		switch {
+		case !ok:
+		case len(slab) > 0 && n.kind == addNotification:
+			b := &slab[0]
+			slab = slab[1:]
+			b.key, b.held, b.form = p.key, p.held, p.form
+			n.newObj = b
+		default:
+			if n.newObj, ok = p.view(true); !ok {
+				continue
+			}
+		}
+		out = append(out, n)
+	}
+	return out
+}
