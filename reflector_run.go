@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/pager"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -32,8 +31,10 @@ type reflectorRun struct {
 	r      *Reflector
 	logger klog.Logger
 
-	w        watch.Interface
-	listed   runtime.Object
+	w      watch.Interface
+	listed runtime.Object
+	// held, with listed, is a compact informer's list as it is held.
+	held     *listHolder
 	streamed *watchListBuffer
 	// supplied is the list a warm start supplied, already transformed.
 	supplied []any
@@ -114,21 +115,17 @@ func (run *reflectorRun) backoff() bool {
 }
 
 // list performs one LIST, paged as the machine asked, aside, so that a
-// cancelled ctx returns at once even if the server does not.
+// cancelled ctx returns at once even if the server does not. A compact
+// informer's list is held as it comes (reflector_list_held.go).
 func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 	type result struct {
 		list      runtime.Object
 		paginated bool
 		err       error
 	}
-	lw := run.r.listerWatcher
-	ctx := run.ctx
+	holder := newListHolder(run.r.store)
 	res, err := aside(run, false, func() result {
-		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-			return lw.ListWithContext(ctx, opts)
-		}))
-		p.PageSize = act.PageSize
-		list, paginated, err := p.ListWithAlloc(context.Background(), act.Options)
+		list, paginated, err := run.listPages(holder, act.PageSize, act.Options)
 		if err == nil {
 			if gvk, table := isTableList(list); table {
 				err = fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, run.r.typeDescription)
@@ -146,7 +143,7 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 	if err != nil {
 		return reflectorfsm.ListDone{Err: fmt.Errorf("unable to understand list result %#v: %v", res.list, err)}
 	}
-	run.listed = res.list
+	run.listed, run.held = res.list, holder
 	return reflectorfsm.ListDone{ResourceVersion: listMeta.GetResourceVersion(), Paginated: res.paginated}
 }
 
@@ -246,8 +243,11 @@ func (run *reflectorRun) replaceWith(rv string) reflectorfsm.Replaced {
 	if run.supplied != nil {
 		return run.replaceSupplied(rv)
 	}
-	list := run.listed
-	run.listed = nil
+	list, holder := run.listed, run.held
+	run.listed, run.held = nil, nil
+	if holder != nil {
+		return replaceHeld(holder, list, rv)
+	}
 	items, err := extractListItems(list)
 	if err != nil {
 		return reflectorfsm.Replaced{Err: fmt.Errorf("unable to understand list result %#v (%v)", list, err)}

@@ -231,26 +231,26 @@ func (b *watchListBuffer) observe(rv string, pastInitialAdds bool) {
 // gets it untransformed, as its Replace transforms every object again and
 // decides.
 func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, bool) {
-	var out interface{} = obj
-	if b.transform != nil {
-		var err error
-		if out, err = b.transform(obj); err != nil {
-			if b.queue == nil {
-				return obj, true
-			}
+	if b.prehold != nil {
+		held, err := holdForQueue(b.transform, b.prehold, obj)
+		if err != nil {
 			b.queue.leaveOutStreamed(obj, err)
 			return nil, false
 		}
+		return held, true
 	}
-	if b.prehold == nil {
+	if b.transform == nil {
+		return obj, true
+	}
+	out, err := b.transform(obj)
+	switch {
+	case err == nil:
 		return out, true
+	case b.queue == nil:
+		return obj, true
 	}
-	p, err := b.prehold(out)
-	if err != nil {
-		b.queue.leaveOutStreamed(obj, err)
-		return nil, false
-	}
-	return p, true
+	b.queue.leaveOutStreamed(obj, err)
+	return nil, false
 }
 
 // replaceInto hands the collected objects to store in one Replace; a queue
