@@ -47,11 +47,19 @@ type restarter struct {
 	lastRV string
 
 	// blockDeltas is the informer's: held while a batch of deltas is
-	// applied, it guards journal and journalBuf, and a save holds it to
-	// freeze the store and start the journal at the same point.
+	// applied, it guards the journal's fields below, and a save holds it
+	// to freeze the store and start the journal at the same point.
 	blockDeltas sync.Locker
 	journal     *snapshot.JournalWriter
-	journalBuf  []byte
+	// journalSet is the index generation the journal's header frames,
+	// journalFramed its framed indexes' positions.
+	journalSet    *indexerSet
+	journalFramed []int
+	// journalErr is the store hook's failure, for journalBatch to act on.
+	journalErr error
+	// Buffers reused from change to change.
+	journalBuf, journalFrame []byte
+	journalVals              [][]string
 }
 
 // warmStartResult is what a warm start gives the reflector's first
@@ -97,9 +105,11 @@ func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOp
 	if err != nil {
 		return nil, err
 	}
-	return &restarter{opts: withSnapshotDefaults(options), identity: identity, store: st,
+	r := &restarter{opts: withSnapshotDefaults(options), identity: identity, store: st,
 		lw: ToListerWatcherWithContext(lw), transform: s.cacheTransform(), clock: s.clock,
-		blockDeltas: &s.blockDeltas}, nil
+		blockDeltas: &s.blockDeltas}
+	c.committed = r.journalWrites
+	return r, nil
 }
 
 func withSnapshotDefaults(o SnapshotOptions) SnapshotOptions {
@@ -305,7 +315,7 @@ func (r *restarter) save(logger klog.Logger) {
 		return
 	}
 	h := r.header(f, start)
-	r.startJournalLocked(logger, h)
+	r.startJournalLocked(logger, h, f.set)
 	r.blockDeltas.Unlock()
 	if err := r.write(h, f); err != nil {
 		r.opts.Metrics.ObserveSnapshotFailed()

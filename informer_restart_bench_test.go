@@ -118,7 +118,7 @@ func journalingInformer(tb testing.TB, compactStore, journal bool) (*sharedIndex
 	inf.restart = r
 	h := r.identity
 	h.Encoding, h.ResourceVersion, h.WrittenAt = r.store.encoding(r.store.c.storage.indexers.Load()), "1", time.Unix(0, 0)
-	r.startJournalLocked(klog.Background(), h)
+	r.startJournalLocked(klog.Background(), h, r.store.c.storage.indexers.Load())
 	tb.Cleanup(func() { r.stopJournalLocked() })
 	return inf, make([]Delta, 1)
 }

@@ -26,15 +26,16 @@ import (
 func journalPath(snapshotPath string) string { return snapshotPath + ".journal" }
 
 // startJournalLocked replaces the journal with one following h, the header
-// of the snapshot being written. Call with blockDeltas held.
-func (r *restarter) startJournalLocked(logger klog.Logger, h snapshot.Header) {
+// of the snapshot being written of a store indexed by set. Call with
+// blockDeltas held.
+func (r *restarter) startJournalLocked(logger klog.Logger, h snapshot.Header, set *indexerSet) {
 	r.stopJournalLocked()
 	j, err := snapshot.CreateJournal(journalPath(r.opts.Path), h)
 	if err != nil {
 		logger.Error(err, "Snapshot journal not started", "path", r.opts.Path)
 		return
 	}
-	r.journal = j
+	r.journal, r.journalSet, r.journalFramed = j, set, framedIndexes(set)
 }
 
 // stopJournalLocked closes the journal, which stays valid up to its last
@@ -42,28 +43,29 @@ func (r *restarter) startJournalLocked(logger klog.Logger, h snapshot.Header) {
 func (r *restarter) stopJournalLocked() {
 	if r.journal != nil {
 		_ = r.journal.Close()
-		r.journal = nil
+		r.journal, r.journalErr = nil, nil
 	}
 }
 
-// journalBatch appends the changes of a batch of deltas just applied and
-// flushes them. A relist stops the journal: its changes are not a
-// continuation of the journal's. Call with blockDeltas held.
+// journalBatch ends the journaling of a batch of deltas just applied: the
+// store's hook (journalWrites) appended its writes; a bookmark's progress
+// is appended here, and the batch flushed. A relist, or a write the hook
+// could not journal, stops the journal. Call with blockDeltas held.
 func (r *restarter) journalBatch(logger klog.Logger, deltas []Delta) {
 	if r.journal == nil {
 		return
 	}
-	for _, d := range deltas {
-		if err := r.journalDelta(d); err != nil {
-			if !errors.Is(err, errJournalStops) {
-				logger.Error(err, "Snapshot journal stopped", "path", r.opts.Path)
-			}
-			r.stopJournalLocked()
-			return
-		}
+	err := r.journalErr
+	for i := 0; err == nil && i < len(deltas); i++ {
+		err = r.journalDelta(deltas[i])
 	}
-	if err := r.journal.Flush(); err != nil {
-		logger.Error(err, "Snapshot journal stopped", "path", r.opts.Path)
+	if err == nil {
+		err = r.journal.Flush()
+	}
+	if err != nil {
+		if !errors.Is(err, errJournalStops) {
+			logger.Error(err, "Snapshot journal stopped", "path", r.opts.Path)
+		}
 		r.stopJournalLocked()
 	}
 }
@@ -71,9 +73,11 @@ func (r *restarter) journalBatch(logger klog.Logger, deltas []Delta) {
 // errJournalStops is a delta after which the journal cannot go on.
 var errJournalStops = errors.New("the journal stops here")
 
+// journalDelta journals what the store's hook did not: a bookmark's
+// progress. Writes are the hook's; any other delta is a relist.
 func (r *restarter) journalDelta(d Delta) error {
 	switch d.Type {
-	case Sync, SyncAll:
+	case Added, Updated, Deleted, Sync, SyncAll:
 		return nil
 	case Bookmark:
 		info, ok := d.Object.(BookmarkInfo)
@@ -81,54 +85,80 @@ func (r *restarter) journalDelta(d Delta) error {
 			return fmt.Errorf("bookmark delta of %T", d.Object)
 		}
 		return r.journal.Progress(info.ResourceVersion)
-	case Added, Updated, Deleted:
 	default: // Replaced, ReplacedAll: a relist
 		return errJournalStops
 	}
-	obj, ok := d.Object.(runtime.Object)
-	if !ok {
-		return errJournalStops // a tombstone: what was deleted is not known
-	}
-	m, err := accessor(obj)
-	if err != nil {
-		return err
-	}
-	key, err := informerKeyFunc(obj)
-	if err != nil {
-		return err
-	}
-	if d.Type == Deleted {
-		return r.journal.Delete(m.GetResourceVersion(), key)
-	}
-	r.journalBuf, err = r.store.appendObjectValue(r.journalBuf[:0], key, obj)
-	if err != nil {
-		return err
-	}
-	return r.journal.Put(m.GetResourceVersion(), key, r.journalBuf)
 }
 
-// appendObjectValue appends obj's value as a snapshot holds it: its framed
-// index values, computed from obj, and its record, encoded.
-func (st *snapshotStore) appendObjectValue(dst []byte, key string, obj runtime.Object) ([]byte, error) {
-	set := st.c.storage.indexers.Load()
-	framed := framedIndexes(set)
-	var vals [][]string
-	if len(framed) > 0 {
-		vals = make([][]string, len(framed))
-		for j, pos := range framed {
-			if v, err := set.fns[pos](obj); err == nil {
-				vals[j] = v
+// journalWrites is the store's hook (cache.committed): it appends the
+// writes of a batch of deltas the store just committed, each Put with the
+// value the store now holds (a compact store's encoding as it is, not
+// encoded again; a plain store's object, encoded once) and its index
+// values as the store computed them. Superseded writes are journaled too,
+// so that every prefix of the journal is a state the server had. A batch
+// not committed whole, a relist's or a tombstone stops the journal, at
+// journalBatch, which runs next under the same blockDeltas.
+func (r *restarter) journalWrites(deltas []Delta, b *writeBatch) {
+	if r.journal == nil || r.journalErr != nil {
+		return
+	}
+	r.journalErr = r.appendWrites(deltas, b)
+}
+
+func (r *restarter) appendWrites(deltas []Delta, b *writeBatch) error {
+	if b.set != r.journalSet {
+		return errJournalStops // indexes changed: the journal's framing no longer holds
+	}
+	for i := range b.ws {
+		if _, isObject := b.ws[i].obj.(runtime.Object); b.ws[i].err != nil || !isObject || !isWrite(deltas[i].Type) {
+			return errJournalStops
+		}
+	}
+	for i := range b.ws {
+		if deltas[i].Type != Sync {
+			if err := r.appendWrite(b, i); err != nil {
+				return err
 			}
 		}
 	}
-	frame := appendFrame(nil, vals, len(framed))
-	dst = binary.AppendUvarint(dst, uint64(len(frame)))
-	dst = append(dst, frame...)
-	e, err := st.codec.Encode(obj)
+	return nil
+}
+
+// isWrite reports whether a delta of type t is a change the journal keeps
+// (or, for a resync, needs not keep).
+func isWrite(t DeltaType) bool { return t == Added || t == Updated || t == Deleted || t == Sync }
+
+// appendWrite appends write i of b: its key, its object's version and,
+// for a put, its framed index values and its record as held.
+func (r *restarter) appendWrite(b *writeBatch, i int) error {
+	w := &b.ws[i]
+	m, err := accessor(w.obj)
 	if err != nil {
-		return dst, fmt.Errorf("snapshot journal: encoding %q: %w", key, err)
+		return err
 	}
-	return e.AppendRecord(dst), nil
+	if w.typ == TransactionTypeDelete {
+		return r.journal.Delete(m.GetResourceVersion(), w.key)
+	}
+	vals := r.journalVals[:0]
+	if len(r.journalFramed) > 0 {
+		all := b.valuesOf(i)
+		if w.superseded { // not indexed by the store: computed here (rare)
+			all, _ = b.set.values(nil, w.key, w.obj)
+		}
+		for _, pos := range r.journalFramed {
+			vals = append(vals, all[pos])
+		}
+	}
+	r.journalVals = vals
+	r.journalFrame = appendFrame(r.journalFrame[:0], vals, len(r.journalFramed))
+	buf := binary.AppendUvarint(r.journalBuf[:0], uint64(len(r.journalFrame)))
+	buf = append(buf, r.journalFrame...)
+	buf, err = r.store.appendRecord(buf, w.key, w.held)
+	r.journalBuf = buf
+	if err != nil {
+		return err
+	}
+	return r.journal.Put(m.GetResourceVersion(), w.key, buf)
 }
 
 // replayJournal applies the journal following h, if there is one, to

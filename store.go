@@ -42,6 +42,9 @@ type cache struct {
 	provider    InformerMetricsProvider
 	withMetrics bool
 	form        storedForm
+	// committed, when set (a warm restart's journal), is told each batch
+	// of deltas applyWrites committed, with the values the store holds.
+	committed func([]Delta, *writeBatch)
 }
 
 var (

@@ -169,6 +169,9 @@ func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []noti
 		b.ws = append(b.ws, write{key: key, typ: typ, obj: d.Object, prior: old, err: err})
 	}
 	c.storage.apply(b)
+	if c.committed != nil {
+		c.committed(deltas, b)
+	}
 	for i := range b.ws {
 		if b.ws[i].err == nil {
 			changes = append(changes, b.change(i, isInInitialList))
