@@ -18,6 +18,18 @@ import "sync"
 // sync update is told apart by their resource versions), and so is every
 // object when the mutation detector, which records what handlers are
 // handed, is on.
+//
+// Goroutines and locks: a box is decoded only on a listener's goroutine,
+// in deliver, with no lock of the informer or the listener held (a
+// collapsed backlog keys a box by its store key, undecoded). Its once is
+// then held across the form's view, which takes only the hot cache's
+// shard lock: a listener waiting on another's decode of the same box
+// waits for nothing that can wait on it. A decoded object goes into the
+// hot cache only if the key has no entry there (compactForm.view), and an
+// entry is valid for its bytes alone, so a box decoded after its key was
+// updated or deleted can never be read as the key's current object: as
+// with any reader's late view, at most a deleted object stays there until
+// it is evicted.
 
 // heldBox is a preheld add's object on its way to the handlers: its
 // encoding, and once read back, the object (ok false when it could not be:
@@ -53,10 +65,12 @@ func (n *notification) readBack() bool {
 // when boxAdds) or read back, in out (grown if need be) when there is
 // one: ns's own array, the whole batch's, is left alone, so that nothing a
 // listener decodes lives as long as it. The boxes of a chunk share one
-// allocation; a listener's delivered boxes then stay until the chunk's last
-// one is delivered, at most a chunk of decoded objects per listener. A
-// change whose object cannot be read back here is left out, reported by
-// the form's view.
+// allocation, which stays until every listener has delivered the chunk's
+// last box: a lone or leading listener keeps at most a chunk of decoded
+// objects beyond its queue, and a listener behind the others keeps alive
+// what they decoded for it, as its queue of decoded objects did before
+// boxes. A change whose object cannot be read back here is left out,
+// reported by the form's view.
 func stagePreheld(ns, out []notification, boxAdds bool) []notification {
 	first, adds := -1, 0
 	for i := range ns {

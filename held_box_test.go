@@ -158,38 +158,27 @@ func TestUnreadableHeldAddIsReportedAndSyncs(t *testing.T) {
 	assert.Contains(t, msgs[0], bad.Name)
 }
 
-// A collapsed backlog keys a boxed add by its store key when the listener
-// keys as the store does, decoding nothing; otherwise it reads it back to
-// key it. The handler sees the same either way: the add it was in, then a
-// resync of the keys touched, sorted, each box read back as it is
-// delivered, and its registration syncs.
+// A collapsed backlog keys a boxed add by its store key, decoding nothing
+// on the processLoop. The handler sees the add it was in, then a resync of
+// the keys touched, sorted, each box read back as it is delivered (p3
+// updated since and p4 deleted are not), and its registration syncs.
 func TestBacklogCoalescesBoxes(t *testing.T) {
-	const pods = 8
-	for _, tc := range []struct {
-		heldKeys bool
-		decodes  int64
-	}{
-		{heldKeys: true, decodes: pods - 2}, // p3 updated since, p4 deleted
-		{heldKeys: false, decodes: pods},
-	} {
-		t.Run(fmt.Sprintf("heldKeys=%v", tc.heldKeys), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				got, decodes, synced := coalesceBoxes(t, pods, tc.heldKeys)
-				assert.Equal(t, []string{"add ns0/p0", "add ns0/p3 updated", "add ns0/p6", "add ns1/p1", "add ns1/p7", "add ns2/p2", "add ns2/p5"}, got)
-				assert.Equal(t, tc.decodes, decodes)
-				assert.True(t, synced, "registration synced")
-			})
-		})
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const pods = 8
+		got, decodes, synced := coalesceBoxes(t, pods)
+		assert.Equal(t, []string{"add ns0/p0", "add ns0/p3 updated", "add ns0/p6", "add ns1/p1", "add ns1/p7", "add ns2/p2", "add ns2/p5"}, got)
+		assert.Equal(t, int64(pods-2), decodes)
+		assert.True(t, synced, "registration synced")
+	})
 }
 
 // coalesceBoxes distributes pods boxed initial adds to a listener with a
 // backlog of 2 stuck in its first call, then an update of p3 and a delete
 // of p4, and returns what the handler was told, the decodes and whether
 // its registration synced.
-func coalesceBoxes(t *testing.T, pods int, heldKeys bool) ([]string, int64, bool) {
+func coalesceBoxes(t *testing.T, pods int) ([]string, int64, bool) {
 	_, views, _, list := preheldStore(t, pods)
-	p := newSharedProcessor(&listenerConfig{keyFunc: DeletionHandlingMetaNamespaceKeyFunc, heldKeys: heldKeys, backlogLimit: 2})
+	p := newSharedProcessor(&listenerConfig{keyFunc: DeletionHandlingMetaNamespaceKeyFunc, backlogLimit: 2})
 	release := make(chan struct{})
 	var got []string
 	h := ResourceEventHandlerFuncs{
@@ -229,9 +218,7 @@ func coalesceBoxes(t *testing.T, pods int, heldKeys bool) ([]string, int64, bool
 	synced := l.HasSynced()
 	close(stop)
 	<-done
-	if heldKeys {
-		assert.Equal(t, int64(1), decodesBeforeRelease, "only the first add was read back to key the backlog")
-	}
+	assert.Equal(t, int64(1), decodesBeforeRelease, "only the add the handler is in was read back")
 	return got, views.kept.Load(), synced
 }
 

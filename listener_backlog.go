@@ -40,29 +40,23 @@ type keyState struct {
 // number of distinct keys, not by the number of events.
 type backlogOverflow struct {
 	keyFunc KeyFunc
-	// heldKeys is listenerConfig's: a boxed object is keyed by its store
-	// key.
-	heldKeys bool
-	keys     map[string]keyState
+	keys    map[string]keyState
 	// initialOutstanding counts discarded initial-list adds whose sync
 	// tracking is settled once the resync was delivered.
 	initialOutstanding int64
 }
 
-func newBacklogOverflow(cfg *listenerConfig) *backlogOverflow {
-	return &backlogOverflow{keyFunc: cfg.keyFunc, heldKeys: cfg.heldKeys, keys: map[string]keyState{}}
+func newBacklogOverflow(keyFunc KeyFunc) *backlogOverflow {
+	return &backlogOverflow{keyFunc: keyFunc, keys: map[string]keyState{}}
 }
 
 // record folds n into the key's state; it reports an object without a key.
-// A boxed object that cannot be read back (to key it, with another key
-// function than the store's) is left out as its delivery would leave it:
-// the form's view reported it.
 func (o *backlogOverflow) record(n notification) error {
 	if n.tracked {
 		o.initialOutstanding++
 	}
-	key, ok, err := o.keyOf(n.object())
-	if err != nil || !ok {
+	key, err := o.keyOf(n.object())
+	if err != nil {
 		return err
 	}
 	st, seen := o.keys[key]
@@ -81,18 +75,15 @@ func (o *backlogOverflow) record(n notification) error {
 	return nil
 }
 
-// keyOf keys obj, ok false when it is boxed and cannot be read back.
-func (o *backlogOverflow) keyOf(obj interface{}) (key string, ok bool, err error) {
+// keyOf keys obj. A boxed object is keyed by its store key, undecoded:
+// the informer keys its store and its handlers' backlogs with the same
+// function (informerKeyFunc), and a decode here would run on the
+// processLoop, under the listener's lock.
+func (o *backlogOverflow) keyOf(obj interface{}) (string, error) {
 	if b, boxed := obj.(*heldBox); boxed {
-		if o.heldKeys {
-			return b.key, true, nil
-		}
-		if obj, ok = b.object(); !ok {
-			return "", false, nil
-		}
+		return b.key, nil
 	}
-	key, err = o.keyFunc(obj)
-	return key, true, err
+	return o.keyFunc(obj)
 }
 
 // reconcile turns the record into notifications, key by key in sorted
@@ -141,7 +132,7 @@ func (l *processorListener) recordLocked(n notification) {
 // once per interval, since a handler that stays slow collapses repeatedly.
 // Called with l.mu held; now is the distribution time.
 func (l *processorListener) collapse(n notification, now time.Duration) {
-	l.overflow = newBacklogOverflow(l.cfg)
+	l.overflow = newBacklogOverflow(l.cfg.keyFunc)
 	for {
 		old, ok := l.pending.PopFront()
 		if !ok {

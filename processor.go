@@ -41,12 +41,10 @@ type listenerConfig struct {
 	// synced is closed once the informer has synced: the one record of it,
 	// which the informer's HasSynced and every registration's read.
 	synced chan struct{}
-	// keyFunc keys the objects of a collapsed backlog. heldKeys says that
-	// it is the informer's store's key function too, so that a boxed
-	// object's store key is its key (see heldBox) and keying it needs no
-	// decode.
+	// keyFunc keys the objects of a collapsed backlog: the informer's
+	// store's key function, so that a boxed object's store key is its key
+	// (see heldBox).
 	keyFunc       KeyFunc
-	heldKeys      bool
 	backlogLimit  int
 	slowThreshold time.Duration
 	metrics       HandlerMetricsProvider

@@ -137,7 +137,6 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
 		keyFunc:       informerKeyFunc,
-		heldKeys:      true, // the indexer's key function, above
 		backlogLimit:  options.MaxPendingNotificationsPerHandler,
 		slowThreshold: options.SlowHandlerThreshold,
 		metrics:       options.HandlerMetricsProvider,
