@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"reflect"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -93,6 +94,10 @@ var ErrWrongType = errors.New("compact: object of a different type than the code
 // from the API server never have either.
 var ErrKind = errors.New("compact: apiVersion and kind would not survive encoding")
 
+// kindless is a scheme that registers nothing: its serializers read and
+// write TypeMeta as a plain field.
+var kindless = runtime.NewScheme()
+
 // NewCodec returns a Codec for objects of prototype's Go type, which must be
 // a pointer to a struct, as every runtime.Object is.
 func NewCodec(prototype runtime.Object, opts Options) (*Codec, error) {
@@ -102,6 +107,16 @@ func NewCodec(prototype runtime.Object, opts Options) (*Codec, error) {
 	s := opts.Scheme
 	if s == nil {
 		s = scheme.Scheme
+	}
+	switch prototype.(type) {
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		// Its TypeMeta, or its items', names the kind of the object
+		// described (none, meta.k8s.io's PartialObjectMetadata, or the
+		// resource's own kind, as controller-runtime sets it), not a kind
+		// of the Go type: a scheme registering the type would refuse the
+		// resource's kind, or drop TypeMeta in protobuf, so TypeMeta is
+		// kept as it is, in JSON, whatever the scheme registers.
+		s = kindless
 	}
 	c := &Codec{typ: reflect.TypeOf(prototype), compressor: opts.Compressor, tag: opts.Tag}
 	_, c.unstructured = prototype.(*unstructured.Unstructured)
