@@ -2,8 +2,9 @@
 // factory (k8s.io/client-go/metadata/metadatainformer) building
 // openinformer's informers: change the import path and every informer it
 // hands out is github.com/openinformer/cache's. The constructors return
-// client-go's interface types; WithInformerOptions and WithShard add
-// openinformer's options.
+// client-go's interface types. NewSharedInformerFactoryWithOptions adds
+// openinformer's options, the namespace and request tweak among them, which
+// client-go's gives to NewFilteredSharedInformerFactory only.
 package metadatainformer
 
 import (
@@ -42,6 +43,18 @@ type settings struct {
 	build     build.Options
 }
 
+// WithNamespace limits namespaced resources to one namespace, as
+// NewFilteredSharedInformerFactory's namespace does.
+func WithNamespace(namespace string) SharedInformerOption {
+	return func(s *settings) *settings { s.namespace = namespace; return s }
+}
+
+// WithTweakListOptions sets a function applied to every list and watch
+// request's options, as NewFilteredSharedInformerFactory's tweak does.
+func WithTweakListOptions(tweak TweakListOptionsFunc) SharedInformerOption {
+	return func(s *settings) *settings { s.tweak = tweak; return s }
+}
+
 // WithTransform sets the transform of every informer the factory creates.
 func WithTransform(transform cache.TransformFunc) SharedInformerOption {
 	return func(s *settings) *settings { s.transform = transform; return s }
@@ -59,6 +72,21 @@ func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.Sh
 // matches, as client-go v0.38's option of the same name does.
 func WithShardSelector(selector apisharding.Selector) SharedInformerOption {
 	return func(s *settings) *settings { s.build.ShardSelector = selector; return s }
+}
+
+// WithSnapshots turns on warm restarts (docs/RESTART.md) for every
+// informer of the factory: each saves its cache to its own file in dir,
+// named after its resource and a hash of its namespace, selectors, shard
+// and version (see SnapshotOptions.Version: bump it when the transform or
+// the index functions change). The resource is the one ForResource is
+// given, which a PartialObjectMetadata cannot tell. dir must exist.
+// WithInformerOptions' fn sees each informer's Snapshot set, and may change
+// its Interval or set it nil.
+func WithSnapshots(dir, version string) SharedInformerOption {
+	return func(s *settings) *settings {
+		s.build.Snapshots = &build.Snapshots{Dir: dir, Version: version}
+		return s
+	}
 }
 
 // WithShard restricts each resource's informer to the shard fn returns for
@@ -79,8 +107,8 @@ func NewFilteredSharedInformerFactory(client metadata.Interface, defaultResync t
 	return newFactory(client, defaultResync, &settings{namespace: namespace, tweak: tweakListOptions})
 }
 
-// NewSharedInformerFactoryWithOptions returns a factory for every namespace
-// configured by options, applied in order.
+// NewSharedInformerFactoryWithOptions returns a factory configured by
+// options, applied in order; without any it is NewSharedInformerFactory.
 func NewSharedInformerFactoryWithOptions(client metadata.Interface, defaultResync time.Duration, options ...SharedInformerOption) SharedInformerFactory {
 	s := &settings{namespace: metav1.NamespaceAll}
 	for _, opt := range options {
@@ -103,6 +131,7 @@ func NewFilteredMetadataInformer(client metadata.Interface, gvr schema.GroupVers
 }
 
 func newInformer(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, resync time.Duration, indexers cache.Indexers, tweak TweakListOptionsFunc, o build.Options) clientinformers.GenericInformer {
+	o.Scope = build.SnapshotScope(namespace, tweak)
 	lw := build.ListWatch(client, tweak,
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
