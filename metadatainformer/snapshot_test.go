@@ -170,31 +170,35 @@ func serverMetadata(t *testing.T, srv *ofake.Server) []*metav1.PartialObjectMeta
 	t.Helper()
 	var out []*metav1.PartialObjectMetadata
 	for _, obj := range srv.Objects() {
-		out = append(out, asMetadata(t, obj))
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, serverMetadataClient{}.asMetadata(m))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// asMetadata is obj's metadata as a metadata client decodes it from a
-// protobuf response: no TypeMeta, which protobuf does not carry.
-func asMetadata(t *testing.T, obj runtime.Object) *metav1.PartialObjectMetadata {
-	t.Helper()
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return meta.AsPartialObjectMetadata(m)
-}
-
 // metadataOn is a metadata client whose lists and watches go to srv, with
 // every option (client-go's fake keeps only the selectors), their objects
-// turned into metadata as the API server turns them.
+// turned into metadata as the API server turns them, without TypeMeta, as
+// decoded from protobuf.
 func metadataOn(srv *ofake.Server) metadata.Interface { return serverMetadataClient{srv: srv} }
 
+// serverMetadataClient is metadataOn's client, its objects' TypeMeta set to
+// typeMeta.
 type serverMetadataClient struct {
 	srv       *ofake.Server
 	namespace string
+	typeMeta  metav1.TypeMeta
+}
+
+// asMetadata is m as this client hands it out.
+func (c serverMetadataClient) asMetadata(m metav1.Object) *metav1.PartialObjectMetadata {
+	p := meta.AsPartialObjectMetadata(m)
+	p.TypeMeta = c.typeMeta
+	return p
 }
 
 func (c serverMetadataClient) Resource(schema.GroupVersionResource) metadata.Getter { return c }
@@ -222,7 +226,7 @@ func (c serverMetadataClient) List(ctx context.Context, opts metav1.ListOptions)
 	}
 	out := &metav1.PartialObjectMetadataList{ListMeta: list.ListMeta}
 	for i := range list.Items {
-		out.Items = append(out.Items, *meta.AsPartialObjectMetadata(&list.Items[i]))
+		out.Items = append(out.Items, *c.asMetadata(&list.Items[i]))
 	}
 	return out, nil
 }
@@ -234,7 +238,7 @@ func (c serverMetadataClient) Watch(ctx context.Context, opts metav1.ListOptions
 	}
 	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
 		if m, err := meta.Accessor(ev.Object); err == nil && ev.Type != watch.Error {
-			ev.Object = meta.AsPartialObjectMetadata(m)
+			ev.Object = c.asMetadata(m)
 		}
 		return ev, true
 	}), nil
