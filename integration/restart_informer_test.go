@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,8 +8,6 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 
 	cache "github.com/openinformer/cache"
-	"github.com/openinformer/cache/fake"
-	"github.com/openinformer/cache/integration/apiserver"
 )
 
 // TestWarmRestartOfCustomResources: our informer syncs widgets, stops and
@@ -20,29 +17,19 @@ import (
 // older than the server's at restart nor of a widget deleted while it was
 // down, and its cache ends equal to client-go's cold sync and the server.
 func TestWarmRestartOfCustomResources(t *testing.T) {
-	expectOurGoroutinesGone(t)
-	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
-	client := srv.Dynamic()
-	n := scaled(1000)
-	keys := createWidgets(t, client, "warm", n)
-	path := filepath.Join(t.TempDir(), "widgets.snap")
+	scene := newRestartScene(t, "warm")
+	srv, client := scene.srv, scene.client
 
-	cold := startCounted(t, srv, snapshotting(path))
+	cold := startCounted(t, srv, snapshotting(scene.path))
 	cold.stop()
-	if cold.requests.counts()[fake.FullList]+cold.requests.counts()[fake.InitialWatch] == 0 {
-		t.Fatal("the first start made no full sync: the request log is blind")
-	}
+	checkFullSync(t, cold.requests)
 
-	down := changeWhileDown(t, client, keys, n/200) // 1% of the widgets change
-	flow := startFlow(t, client, "flow", 20)
-	warm := startCounted(t, srv, snapshotting(path))
+	down, flow := scene.whileDown(t)
+	warm := startCounted(t, srv, snapshotting(scene.path))
 	clientGo := startInformer(t, srv, implementations[0])
 	flowWrites := flow()
 
-	counts := warm.requests.counts()
-	if counts[fake.FullList] != 0 || counts[fake.ListPage] != 0 || counts[fake.InitialWatch] != 0 || counts[fake.ProbeList] > 1 {
-		t.Errorf("warm restart's requests %v: want no full LIST, no watch-list, at most one limit=1 probe", warm.requests.log())
-	}
+	checkNoFullSync(t, "warm restart", warm.requests)
 	want := waitConverged(t, client, []*informerRun{warm.informerRun, clientGo})
 	checkListersAgree(t, []*informerRun{clientGo, warm.informerRun}, want)
 	if d := warm.recorder.finalStateDiff(want); d != "" {

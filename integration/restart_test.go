@@ -35,25 +35,20 @@ import (
 // limit=1 probe, and its staged cache equals the server's state at the
 // version it synced at, read back with an exact-version LIST.
 func TestWarmRestartPartsOnARealServer(t *testing.T) {
-	expectOurGoroutinesGone(t)
-	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
-	client := srv.Dynamic()
-	n := scaled(1000)
-	keys := createWidgets(t, client, "parts", n)
-	path := filepath.Join(t.TempDir(), "widgets.snap")
+	scene := newRestartScene(t, "parts")
+	srv, client := scene.srv, scene.client
 
 	cold := startCounted(t, srv, implementations[0])
 	cold.stop()
-	saveWidgets(t, cold.informer, path)
+	saveWidgets(t, cold.informer, scene.path)
 
-	changeWhileDown(t, client, keys, n/200) // 1% of the widgets change
-	flow := startFlow(t, client, "flow", 20)
+	_, flow := scene.whileDown(t)
 	requests, bytes := countedListWatch(t, srv)
 	st := widgetState{}
 	begin := time.Now()
 	res := catchup.Run(context.Background(), catchup.Config{
 		ListerWatcher: requests,
-		Load:          func() (string, error) { return loadWidgets(path, st) },
+		Load:          func() (string, error) { return loadWidgets(scene.path, st) },
 		Apply: func(ev watch.Event) {
 			u := ev.Object.(*unstructured.Unstructured)
 			if ev.Type == watch.Deleted {
@@ -69,10 +64,7 @@ func TestWarmRestartPartsOnARealServer(t *testing.T) {
 	if !res.Synced {
 		t.Fatalf("the restart fell back: %v: %v", res.Reason, res.Err)
 	}
-	counts := requests.counts()
-	if counts[fake.FullList] != 0 || counts[fake.ListPage] != 0 || counts[fake.InitialWatch] != 0 || counts[fake.ProbeList] > 1 {
-		t.Errorf("the restart's requests %v: want no full LIST, no watch-list, at most one limit=1 probe", requests.log())
-	}
+	checkNoFullSync(t, "the restart", requests)
 	list, err := client.Resource(apiserver.WidgetGVR).List(context.Background(), metav1.ListOptions{ResourceVersion: res.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 	if err != nil {
 		t.Fatalf("exact list at %s: %v", res.ResourceVersion, err)
@@ -86,6 +78,55 @@ func TestWarmRestartPartsOnARealServer(t *testing.T) {
 	}
 	t.Logf("restart caught up at %s in %v (client-go cold sync %v) while %d writes flowed; read %d bytes, %.2f%% of a cold sync's %d; requests %v",
 		res.ResourceVersion, took, cold.syncTime, writes, bytes.Load(), 100*float64(bytes.Load())/float64(cold.bytes.Load()), cold.bytes.Load(), requests.log())
+}
+
+// restartScene is where a warm restart test starts: a real API server
+// with its watch cache, n widgets on it and a path for the snapshot.
+type restartScene struct {
+	srv    *apiserver.Server
+	client dynamic.Interface
+	keys   []string
+	path   string
+}
+
+// newRestartScene starts the server and creates scaled(1000) widgets named
+// prefix-i.
+func newRestartScene(t *testing.T, prefix string) *restartScene {
+	t.Helper()
+	expectOurGoroutinesGone(t)
+	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
+	client := srv.Dynamic()
+	return &restartScene{srv: srv, client: client, keys: createWidgets(t, client, prefix, scaled(1000)),
+		path: filepath.Join(t.TempDir(), "widgets.snap")}
+}
+
+// whileDown makes what happens while the informer is down: 1% of the
+// widgets change (changeWhileDown), and a flow of writes to others starts,
+// to go on through the restart; the function returned stops the flow and
+// tells how many writes it made.
+func (s *restartScene) whileDown(t *testing.T) (downChanges, func() int) {
+	t.Helper()
+	down := changeWhileDown(t, s.client, s.keys, len(s.keys)/200)
+	return down, startFlow(t, s.client, "flow", 20)
+}
+
+// checkNoFullSync fails the test unless requests hold no full LIST, no
+// list page, no watch-list and at most one limit=1 probe.
+func checkNoFullSync(t *testing.T, what string, requests *requestLog) {
+	t.Helper()
+	counts := requests.counts()
+	if counts[fake.FullList] != 0 || counts[fake.ListPage] != 0 || counts[fake.InitialWatch] != 0 || counts[fake.ProbeList] > 1 {
+		t.Errorf("%s's requests %v: want no full LIST, no watch-list, at most one limit=1 probe", what, requests.log())
+	}
+}
+
+// checkFullSync stops the test unless a first start's requests hold a
+// full sync: a log that saw none would be blind to the restart's too.
+func checkFullSync(t *testing.T, requests *requestLog) {
+	t.Helper()
+	if requests.counts()[fake.FullList]+requests.counts()[fake.InitialWatch] == 0 {
+		t.Fatal("the first start made no full sync: the request log is blind")
+	}
 }
 
 // saveWidgets writes a stopped informer's widgets, as JSON, to a snapshot
