@@ -183,3 +183,35 @@ func TestPartialObjectMetadataListRoundTripsExactly(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPartialObjectMetadata decodes a realistic metadata-only pod as
+// the codec holds it (JSON, which keeps TypeMeta) and, for reference, as
+// protobuf's generated code would (which drops it); each reports the
+// bytes held.
+func BenchmarkPartialObjectMetadata(b *testing.B) {
+	obj := asClientGets(b, partialList(1), runtime.ContentTypeProtobuf)[0]
+	c, err := NewCodec(obj, Options{})
+	require.NoError(b, err)
+	e, err := c.Encode(obj)
+	require.NoError(b, err)
+	b.Run("codec-json", func(b *testing.B) {
+		b.ReportMetric(float64(e.Len()), "held-bytes")
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Decode(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	data, err := obj.Marshal()
+	require.NoError(b, err)
+	b.Run("protobuf-reference", func(b *testing.B) {
+		b.ReportMetric(float64(len(data)), "held-bytes")
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := new(metav1.PartialObjectMetadata).Unmarshal(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
