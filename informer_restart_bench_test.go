@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
@@ -150,7 +151,7 @@ func BenchmarkStop100kPods(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			inf.restart = r
+			inf.restart, r.clock = r, clock.RealClock{}
 			list := make([]any, len(pods))
 			for i, p := range pods {
 				list[i] = p
