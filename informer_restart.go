@@ -34,6 +34,10 @@ import (
 // Goroutines: warmStart runs on the reflector's, runPeriodic on one the
 // informer's Run owns and waits for before its final save, so saves never
 // overlap. mu guards lastRV only; it is never held across I/O.
+//
+// A stop (stop) that finds the snapshot on disk and the journal after it
+// describing the final state syncs the journal instead of saving
+// (docs/RESTART.md, "Stopping").
 type restarter struct {
 	opts      SnapshotOptions
 	identity  snapshot.Header // without ResourceVersion, Encoding, Count
@@ -41,6 +45,9 @@ type restarter struct {
 	lw        ListerWatcherWithContext
 	transform TransformFunc
 	clock     clock.Clock
+	// reflector is the informer's, whose checks of a watch event's
+	// object the catch-up's events pass too.
+	reflector func() *Reflector
 
 	mu sync.Mutex
 	// lastRV is the version of the snapshot on disk, loaded or saved.
@@ -51,6 +58,15 @@ type restarter struct {
 	// to freeze the store and start the journal at the same point.
 	blockDeltas sync.Locker
 	journal     *snapshot.JournalWriter
+	// journalOnDisk says the snapshot the journal follows is committed at
+	// the path (loaded from it, or saved and the journal renamed beside
+	// it): the two then describe the state of the last change journaled.
+	journalOnDisk bool
+	// snapshotBytes is the size of the snapshot on disk, loaded or saved.
+	snapshotBytes int64
+	// handOver is the version of a warm start's hand-over until its
+	// Replace is applied: the journal holds that content already.
+	handOver string
 	// journalSet is the index generation the journal's header frames,
 	// journalFramed its framed indexes' positions.
 	journalSet    *indexerSet
@@ -107,9 +123,22 @@ func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOp
 	}
 	r := &restarter{opts: withSnapshotDefaults(options), identity: identity, store: st,
 		lw: ToListerWatcherWithContext(lw), transform: s.cacheTransform(), clock: s.clock,
-		blockDeltas: &s.blockDeltas}
+		blockDeltas: &s.blockDeltas, reflector: s.reflector}
 	c.committed = r.journalWrites
 	return r, nil
+}
+
+// reflector returns the reflector of s's controller, nil before Run.
+func (s *sharedIndexInformer) reflector() *Reflector {
+	s.mu.Lock()
+	ctrl, _ := s.controller.(*controller)
+	s.mu.Unlock()
+	if ctrl == nil {
+		return nil
+	}
+	ctrl.mu.RLock()
+	defer ctrl.mu.RUnlock()
+	return ctrl.reflector
 }
 
 func withSnapshotDefaults(o SnapshotOptions) SnapshotOptions {
@@ -207,13 +236,22 @@ func (r *restarter) expected() *snapshot.Header {
 func (r *restarter) warmStart(ctx context.Context) warmStartResult {
 	staged := map[string]any{}
 	logger := klog.FromContext(ctx)
+	accepts := func(obj runtime.Object) bool { return true }
+	if refl := r.reflector(); refl != nil {
+		accepts = func(obj runtime.Object) bool { return refl.acceptsEventObject(ctx, obj) }
+	}
 	res := catchup.Run(ctx, catchup.Config{
 		ListerWatcher: r.lw,
-		Load:          func() (string, error) { return r.load(staged) },
-		Apply:         func(ev watch.Event) { r.apply(logger, staged, ev) },
-		Machine:       restartfsm.Config{CatchUpTimeout: r.opts.CatchUpTimeout},
-		Clock:         r.clock,
+		Load:          func() (string, error) { return r.load(logger, staged) },
+		Apply: func(ev watch.Event) {
+			if accepts(ev.Object) {
+				r.apply(logger, staged, ev)
+			}
+		},
+		Machine: restartfsm.Config{CatchUpTimeout: r.opts.CatchUpTimeout},
+		Clock:   r.clock,
 	})
+	r.endCatchUp(logger, res.Synced, res.ResourceVersion)
 	switch {
 	case res.Synced:
 		r.opts.Metrics.ObserveRestart(RestartSynced)
@@ -227,8 +265,8 @@ func (r *restarter) warmStart(ctx context.Context) warmStartResult {
 	return warmStartResult{synced: true, items: handOver(staged), rv: res.ResourceVersion}
 }
 
-// load reads the snapshot into staged.
-func (r *restarter) load(staged map[string]any) (string, error) {
+// load reads the snapshot and its journal into staged.
+func (r *restarter) load(logger klog.Logger, staged map[string]any) (string, error) {
 	rd, err := snapshot.Open(r.opts.Path, r.expected())
 	if err != nil {
 		return "", err
@@ -239,7 +277,8 @@ func (r *restarter) load(staged map[string]any) (string, error) {
 		r.mu.Lock()
 		r.lastRV = rv
 		r.mu.Unlock()
-		rv, err = r.replayJournal(rd.Header(), staged)
+		r.noteSnapshotSize()
+		rv, err = r.replayJournal(logger, rd.Header(), staged)
 	}
 	if err != nil {
 		clear(staged)
@@ -248,31 +287,46 @@ func (r *restarter) load(staged map[string]any) (string, error) {
 	return rv, nil
 }
 
+// noteSnapshotSize records the size of the snapshot on disk.
+func (r *restarter) noteSnapshotSize() {
+	var size int64
+	if st, err := os.Stat(r.opts.Path); err == nil {
+		size = st.Size()
+	}
+	r.blockDeltas.Lock()
+	r.snapshotBytes = size
+	r.blockDeltas.Unlock()
+}
+
 // apply applies one catch-up event to staged, through the informer's
-// transform as the queue would; an object it cannot keep is left out and
-// reported, as a watch event's would be.
+// transform as the queue would, and journals it; an object it cannot keep
+// is left out and reported, as a watch event's would be.
 func (r *restarter) apply(logger klog.Logger, staged map[string]any, ev watch.Event) {
 	key, err := informerKeyFunc(ev.Object)
 	if err != nil {
 		logger.Error(err, "Catch-up event not applied")
 		return
 	}
-	if ev.Type == watch.Deleted {
-		delete(staged, key)
-		return
+	var rv string
+	if m, err := accessor(ev.Object); err == nil {
+		rv = m.GetResourceVersion()
 	}
-	var obj any = ev.Object
-	if r.transform != nil {
-		if obj, err = r.transform(obj); err != nil {
-			logger.Error(err, "Catch-up event not applied", "key", key)
-			delete(staged, key)
+	if ev.Type != watch.Deleted {
+		var obj any = ev.Object
+		if r.transform != nil {
+			obj, err = r.transform(obj)
+		}
+		if err == nil {
+			err = r.store.stage(staged, key, obj)
+		}
+		if err == nil {
+			r.journalStaged(logger, rv, key, staged[key])
 			return
 		}
-	}
-	if err := r.store.stage(staged, key, obj); err != nil {
 		logger.Error(err, "Catch-up event not applied", "key", key)
-		delete(staged, key)
 	}
+	delete(staged, key)
+	r.journalStaged(logger, rv, key, nil)
 }
 
 // runPeriodic saves every Interval once synced, while the reflector
@@ -315,7 +369,7 @@ func (r *restarter) save(logger klog.Logger) {
 		return
 	}
 	h := r.header(f, start)
-	r.startJournalLocked(logger, h, f.set)
+	j := r.startJournalLocked(logger, h, f.set)
 	r.blockDeltas.Unlock()
 	if err := r.write(h, f); err != nil {
 		r.opts.Metrics.ObserveSnapshotFailed()
@@ -326,6 +380,7 @@ func (r *restarter) save(logger klog.Logger) {
 	if st, err := os.Stat(r.opts.Path); err == nil {
 		size = st.Size()
 	}
+	r.commitJournal(logger, j, size)
 	r.opts.Metrics.ObserveSnapshotSaved(r.clock.Since(start), size, f.items.Len(), start)
 	r.mu.Lock()
 	r.lastRV = f.rv
@@ -333,9 +388,14 @@ func (r *restarter) save(logger klog.Logger) {
 	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.rv, "objects", f.items.Len())
 }
 
-// saveAtStop is the save when the informer stops; the journal then ends.
-func (r *restarter) saveAtStop(logger klog.Logger) {
-	r.save(logger)
+// stop ends the informer's run, once its controller returned: when it
+// synced, the final state is kept, by syncing the journal when the
+// snapshot on disk and the journal describe it within the bound, else by
+// a save; the journal then ends.
+func (r *restarter) stop(logger klog.Logger, synced bool) {
+	if synced && !r.syncJournalAtStop(logger) {
+		r.save(logger)
+	}
 	r.blockDeltas.Lock()
 	r.stopJournalLocked()
 	r.blockDeltas.Unlock()
@@ -359,8 +419,8 @@ func (r *restarter) write(h snapshot.Header, f storeFrozen) error {
 
 // runSnapshots starts s's periodic snapshots, if on, and returns what Run
 // calls once the controller has returned: it waits for the periodic saver
-// to exit, then saves the final state, after the reflector stopped (the
-// content and its version are final) and before Run returns.
+// to exit, then keeps the final state (stop), after the reflector stopped
+// (the content and its version are final) and before Run returns.
 func (s *sharedIndexInformer) runSnapshots(ctx context.Context, ctrl Controller) (stopped func()) {
 	s.mu.Lock()
 	r := s.restart
@@ -377,8 +437,6 @@ func (s *sharedIndexInformer) runSnapshots(ctx context.Context, ctrl Controller)
 	}()
 	return func() {
 		<-done
-		if isClosed(synced) {
-			r.saveAtStop(klog.FromContext(ctx))
-		}
+		r.stop(klog.FromContext(ctx), isClosed(synced))
 	}
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
@@ -131,4 +133,54 @@ func applyAndJournal(tb testing.TB, inf *sharedIndexInformer, deltas []Delta) {
 		tb.Fatal(err)
 	}
 	inf.journal(klog.Background(), deltas, err)
+}
+
+// BenchmarkStop100kPods is the stop of an informer of 100k realistic pods
+// in a compact store whose snapshot is on disk, after 1% of its pods
+// changed (1,000 updates, journaled as applied): "save" writes the whole
+// snapshot, what every stop did before the journal ended runs (and what
+// one still does past the journal's bound), "journal" syncs the journal
+// (docs/RESTART.md, "Stopping"). Run with -benchtime 1x: one iteration is
+// a stop.
+func BenchmarkStop100kPods(b *testing.B) {
+	pods := fixtures.Pods(29, 100000)
+	for _, mode := range []string{"save", "journal"} {
+		b.Run(mode, func(b *testing.B) {
+			inf, deltas := journalingInformer(b, true, false)
+			r, err := buildRestarter(inf, inf.lw, *inf.snapshot)
+			if err != nil {
+				b.Fatal(err)
+			}
+			inf.restart, r.clock = r, clock.RealClock{}
+			list := make([]any, len(pods))
+			for i, p := range pods {
+				list[i] = p
+			}
+			if err := inf.indexer.Replace(list, "1"); err != nil {
+				b.Fatal(err)
+			}
+			logger := klog.Background()
+			rv := 1
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				r.save(logger) // the snapshot on disk, its journal started
+				for j := range len(pods) / 100 {
+					rv++
+					p := pods[(i*1000+j*97)%len(pods)].DeepCopy()
+					p.ResourceVersion = strconv.Itoa(rv)
+					deltas[0] = Delta{Type: Updated, Object: p}
+					applyAndJournal(b, inf, deltas)
+				}
+				if mode == "save" {
+					r.blockDeltas.Lock()
+					r.journalOnDisk = false
+					r.blockDeltas.Unlock()
+				}
+				b.StartTimer()
+				r.stop(logger, true)
+			}
+			b.StopTimer()
+		})
+	}
 }

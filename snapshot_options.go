@@ -9,7 +9,10 @@ import (
 // SnapshotOptions turns on warm restarts (docs/RESTART.md): the informer
 // saves its cache to a file, periodically and when it stops, and on its next
 // start resumes the watch from the saved resourceVersion instead of listing
-// every object again.
+// every object again. Beside the file it keeps a journal of the changes
+// applied since (Path + ".journal"), so that a restart after a crash resumes
+// from the last change, and a stop whose file and journal already hold the
+// final state only syncs the journal rather than writing the whole file.
 type SnapshotOptions struct {
 	// Path is the snapshot file. Its directory must exist and survive the
 	// restarts that should be warm: an emptyDir survives container

@@ -52,6 +52,8 @@
 //   - CloseWatches: every open watch drops, queued events lost (clients resume from their RV).
 //   - CloseWatchesAfter(n): every open watch drops after n more events.
 //   - SendWatchError: every open watch gets an ERROR event, then closes.
+//   - InterruptNextWatches(n, after, err): the next n accepted watches end after `after` events,
+//     with an ERROR event of err (closed when nil); a restart's catch-up watch meets it.
 //   - Compact: history up to now is gone; older RVs and continue tokens get 410.
 //   - Restart(jump): new resourceVersion epoch; open watches closed, all older RVs get 410.
 //   - HoldEvents: delivery stalls (events keep queueing) until the returned release is called.

@@ -74,6 +74,48 @@ func takeFault(faults *[]faultRun) error {
 type streamFaults struct {
 	dropInitialEventsEnd bool
 	nilWatches           int
+	interrupts           []interrupt
+}
+
+// interrupt is n queued watch interruptions alike.
+type interrupt struct {
+	after, n int
+	err      error
+}
+
+// InterruptNextWatches makes the next n WATCH requests that the server accepts (one failed by
+// FailNextWatches or ReturnNilWatches does not count) end after delivering after events,
+// bookmarks included: with an ERROR event carrying err's status (410 Expired, for instance, as
+// when the watch cache's window moves past the watch), or, when err is nil, closed like a
+// dropped connection. after <= 0 ends them before any event. A restart's catch-up watch, the
+// first WATCH of a warm start, meets it without a test having to catch that watch open. Calls
+// add up.
+func (s *Server) InterruptNextWatches(n, after int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n > 0 {
+		s.interrupts = append(s.interrupts, interrupt{after: max(after, 0), n: n, err: err})
+	}
+}
+
+// takeInterrupt arms w with the next queued interruption, if any. Called with mu held, once w
+// is accepted and its initial events queued.
+func (s *Server) takeInterrupt(w *watcher) {
+	if len(s.interrupts) == 0 {
+		return
+	}
+	in := &s.interrupts[0]
+	in.n--
+	after, err := in.after, in.err
+	if in.n == 0 {
+		s.interrupts = s.interrupts[1:]
+	}
+	var final *watch.Event
+	if err != nil {
+		ev := errorEvent(err)
+		final = &ev
+	}
+	w.interruptAfter(after, final)
 }
 
 // DropInitialEventsEnd makes watch-list streams (sendInitialEvents=true) leave out the bookmark

@@ -232,3 +232,47 @@ func TestReturnNilWatches(t *testing.T) {
 	assert.NotNil(t, w)
 	assert.Len(t, s.Requests(), 3, "nil watches are recorded")
 }
+
+// InterruptNextWatches ends the next accepted watches after their budget: with the ERROR event
+// given, or closed; a watch refused by FailNextWatches does not take an interruption, and
+// watches after the interrupted ones run on.
+func TestInterruptNextWatches(t *testing.T) {
+	s, _ := newFakeTestServer(t, Options{})
+	for _, n := range []string{"a", "b", "c"} {
+		mustCreate(t, s, fakeTestPod("ns", n))
+	}
+	s.FailNextWatches(1, TooManyRequests(1))
+	s.InterruptNextWatches(1, 2, Expired("too old resource version: 1 (2)"))
+	s.InterruptNextWatches(1, 0, Expired("gone at once"))
+	s.InterruptNextWatches(1, 1, nil)
+	s.InterruptNextWatches(1, 0, nil)
+
+	_, err := s.Watch(metav1.ListOptions{ResourceVersion: "1"})
+	require.True(t, apierrors.IsTooManyRequests(err), "the refused request takes no interruption")
+
+	w := startWatch(t, s, metav1.ListOptions{ResourceVersion: "1"})
+	assert.Equal(t, []string{"ADDED a@2", "ADDED b@3"}, nextSummaries(t, w, 2))
+	ev := nextEvent(t, w)
+	require.Equal(t, watch.Error, ev.Type)
+	assert.True(t, apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)))
+	requireClosed(t, w)
+
+	w = startWatch(t, s, metav1.ListOptions{ResourceVersion: "1"})
+	ev = nextEvent(t, w)
+	require.Equal(t, watch.Error, ev.Type, "no event before the error")
+	assert.Contains(t, apierrors.FromObject(ev.Object).Error(), "gone at once")
+	requireClosed(t, w)
+
+	w = startWatch(t, s, metav1.ListOptions{ResourceVersion: "1"})
+	assert.Equal(t, []string{"ADDED a@2"}, nextSummaries(t, w, 1))
+	requireClosed(t, w)
+
+	w = startWatch(t, s, metav1.ListOptions{ResourceVersion: "1"})
+	requireClosed(t, w)
+
+	w = startWatch(t, s, metav1.ListOptions{ResourceVersion: "3"})
+	assert.Equal(t, []string{"ADDED c@4"}, nextSummaries(t, w, 1))
+	mustCreate(t, s, fakeTestPod("ns", "d"))
+	assert.Equal(t, []string{"ADDED d@5"}, nextSummaries(t, w, 1), "no interruption left")
+	w.Stop()
+}

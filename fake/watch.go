@@ -44,6 +44,7 @@ func (s *Server) watch(ctx context.Context, ns string, o metav1.ListOptions) (wa
 	} else {
 		w.queue = initial
 		s.watchers[w] = struct{}{}
+		s.takeInterrupt(w)
 	}
 	go w.run()
 	return w, nil
@@ -160,6 +161,9 @@ type watcher struct {
 	ended    bool // close now, dropping what is queued
 	draining bool // close once the queue is empty
 	budget   int  // events left before closing; 0 = unlimited
+	// final, when set, is sent in place of closing when the budget runs
+	// out (InterruptNextWatches).
+	final *watch.Event
 }
 
 func (s *Server) newWatcherLocked(ctx context.Context, q query, o metav1.ListOptions) *watcher {
@@ -283,7 +287,8 @@ func (w *watcher) head(open bool) (watch.Event, bool, bool) {
 	return w.queue[0], true, false
 }
 
-// delivered drops the delivered head and reports whether the watch's event budget ran out.
+// delivered drops the delivered head and reports whether the watch's event budget ran out; a
+// watch with a final event sends it instead and closes after it.
 func (w *watcher) delivered() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -291,9 +296,37 @@ func (w *watcher) delivered() bool {
 	w.queue = w.queue[1:]
 	if w.budget > 0 {
 		w.budget--
+		if w.budget == 0 && w.final != nil {
+			w.finalLocked()
+			return false
+		}
 		return w.budget == 0
 	}
 	return false
+}
+
+// finalLocked replaces what is queued with the final event and drains: nothing more is queued.
+// Called with w.mu held.
+func (w *watcher) finalLocked() {
+	clear(w.queue)
+	w.queue = append(w.queue[:0], *w.final)
+	w.final, w.draining = nil, true
+}
+
+// interruptAfter ends the watch after n more deliveries (now when n is 0): with final when set,
+// else closed. Called with the server's mu held, before the watch's goroutine runs.
+func (w *watcher) interruptAfter(n int, final *watch.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.final = final
+	switch {
+	case n > 0:
+		w.budget = n
+	case final != nil:
+		w.finalLocked()
+	default:
+		w.ended = true
+	}
 }
 
 // onTimer handles the deadline and periodic bookmarks; it reports whether the watch is over.

@@ -73,7 +73,7 @@ func (c *cluster) newPod() *corev1.Pod {
 // restarts warm; the restart's parts restart from the same state.
 func (c *cluster) round(ctx context.Context, path string, cfg config) ([]start, error) {
 	// The cold start finds no file: a previous round's would make it warm.
-	for _, p := range []string{path, componentsPath(path)} {
+	for _, p := range []string{path, path + ".journal", componentsPath(path)} {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			return nil, err
 		}

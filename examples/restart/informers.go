@@ -36,10 +36,12 @@ type start struct {
 	requests fake.RequestCounts
 	read     int64
 	seen     *recorder
-	// save is how long the informer took to stop, the snapshot written;
-	// saved is the snapshot file's size after it.
-	save  time.Duration
-	saved int64
+	// save is how long the informer took to stop; wroteSnapshot says
+	// whether the stop wrote a snapshot (else it synced the journal after
+	// the one on disk); saved is the snapshot file's size after it.
+	save          time.Duration
+	wroteSnapshot bool
+	saved         int64
 	// componentsSave is how long the components snapshot took to write
 	// (ours cold only).
 	componentsSave time.Duration
@@ -86,12 +88,14 @@ func runOne(ctx context.Context, k kind, srv *fake.Server, w *wire, path string)
 	synced = synced && waitSynced(runCtx, reg.HasSynced)
 	s := start{kind: k, cost: m.end(w.serverNanos.Load()), requests: srv.RequestCounts(), read: w.read.Load(), seen: rec}
 	s.cost.informer = informer
+	before, beforeErr := os.Stat(path)
 	stopAt := time.Now()
 	cancel()
 	<-done
 	s.save = time.Since(stopAt)
 	if fi, err := os.Stat(path); err == nil && k != clientGoCold {
 		s.saved = fi.Size()
+		s.wroteSnapshot = beforeErr != nil || !os.SameFile(before, fi) || !fi.ModTime().Equal(before.ModTime())
 	}
 	if k == oursCold {
 		if s.componentsSave, err = saveComponents(inf.GetStore(), inf.LastSyncResourceVersion(), componentsPath(path)); err != nil {

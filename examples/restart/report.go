@@ -36,11 +36,14 @@ func report(out io.Writer, starts []start) error {
 	row("peak heap (above before)", func(s start) string { return size(s.cost.peak) })
 	row("steady heap (after GC)", func(s start) string { return size(s.cost.steady) })
 	row("initial list (adds)", func(s start) string { return fmt.Sprint(len(s.seen.initial)) })
-	row("stop, snapshot written", func(s start) string {
-		if s.kind == clientGoCold || s.kind == warmComponents {
+	row("stop (what it wrote)", func(s start) string {
+		switch {
+		case s.kind == clientGoCold || s.kind == warmComponents:
 			return "-"
+		case s.wroteSnapshot:
+			return seconds(s.save) + " (snapshot)"
 		}
-		return seconds(s.save)
+		return seconds(s.save) + " (journal)"
 	})
 	row("snapshot file", func(s start) string {
 		if s.saved == 0 {

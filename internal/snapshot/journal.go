@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // A journal records the changes an informer applied after a snapshot, so
@@ -58,6 +59,11 @@ type JournalWriter struct {
 	buf     *bufio.Writer
 	payload []byte
 	err     error
+	// headerEnd is the size of the magic, version and header frame; size
+	// counts every byte written, buffered ones included.
+	headerEnd, size int64
+	// dirSynced says the journal's name is durable in its directory.
+	dirSynced bool
 }
 
 // CreateJournal starts the journal at path (replacing any), following the
@@ -95,10 +101,42 @@ func NewJournalWriter(dst io.Writer, h Header) (*JournalWriter, error) {
 // start writes the magic, the version and the header's frame.
 func (j *JournalWriter) start(dst io.Writer, h Header) error {
 	j.buf = bufio.NewWriterSize(dst, writeBuffer)
-	_, j.err = j.buf.Write(append([]byte(journalMagic), FormatVersion))
+	prelude := append([]byte(journalMagic), FormatVersion)
+	_, j.err = j.buf.Write(prelude)
+	j.size = int64(len(prelude))
 	j.frame(appendHeader(nil, &h))
+	j.headerEnd = j.size
 	return j.Flush()
 }
+
+// ContinueJournal reopens the journal r has read to its end, to append
+// after its last whole change: a torn or damaged frame after it is cut
+// off first, so that the changes appended follow the ones a reader
+// applies. r must have been opened by OpenJournal on path.
+func ContinueJournal(path string, r *JournalReader) (*JournalWriter, error) {
+	if !r.done {
+		return nil, fmt.Errorf("snapshot: journal %s not read to its end", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, &Error{Reason: IOReason, Path: path, Err: err}
+	}
+	whole := r.whole
+	if err := f.Truncate(whole); err != nil {
+		f.Close()
+		return nil, &Error{Reason: IOReason, Path: path, Err: err}
+	}
+	if _, err := f.Seek(whole, io.SeekStart); err != nil {
+		f.Close()
+		return nil, &Error{Reason: IOReason, Path: path, Err: err}
+	}
+	return &JournalWriter{path: path, f: f, buf: bufio.NewWriterSize(f, writeBuffer),
+		headerEnd: r.headerEnd, size: whole, dirSynced: true}, nil
+}
+
+// ChangeBytes is the size of the changes written so far, the header left
+// out: what a reader has to replay beyond the snapshot.
+func (j *JournalWriter) ChangeBytes() int64 { return j.size - j.headerEnd }
 
 // Put records that value was stored under key, making the cache's version rv.
 func (j *JournalWriter) Put(rv, key string, value []byte) error {
@@ -150,6 +188,12 @@ func (j *JournalWriter) frame(p []byte) {
 	var sum [4]byte
 	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(p, castagnoli))
 	_, j.err = j.buf.Write(sum[:])
+	j.size += int64(uvarintLen(uint64(len(p))) + len(p) + len(sum))
+}
+
+func uvarintLen(v uint64) int {
+	var n [binary.MaxVarintLen64]byte
+	return len(binary.AppendUvarint(n[:0], v))
 }
 
 // Flush hands the buffered changes to the operating system, after which a
@@ -161,6 +205,39 @@ func (j *JournalWriter) Flush() error {
 	if j.err != nil {
 		return &Error{Reason: IOReason, Path: j.path, Err: j.err}
 	}
+	return nil
+}
+
+// Sync flushes the journal and makes it durable: the file's data, and
+// its name in its directory once. A journal that ends a process's run is
+// synced, so that a machine's crash after the stop does not tear it.
+func (j *JournalWriter) Sync() error {
+	if err := j.Flush(); err != nil || j.f == nil {
+		return err
+	}
+	if err := j.f.Sync(); err != nil {
+		j.err = err
+		return &Error{Reason: IOReason, Path: j.path, Err: err}
+	}
+	if !j.dirSynced {
+		if err := syncDir(filepath.Dir(j.path)); err != nil {
+			return err
+		}
+		j.dirSynced = true
+	}
+	return nil
+}
+
+// Rename moves the journal's file to path, where its changes go on being
+// appended (its snapshot was committed there meanwhile, say).
+func (j *JournalWriter) Rename(path string) error {
+	if j.f == nil {
+		return fmt.Errorf("snapshot: journal not written to a file")
+	}
+	if err := os.Rename(j.path, path); err != nil {
+		return &Error{Reason: IOReason, Path: j.path, Err: err}
+	}
+	j.path, j.dirSynced = path, false
 	return nil
 }
 
@@ -182,6 +259,12 @@ type JournalReader struct {
 	buf  []byte
 	torn error
 	done bool
+	// headerEnd and whole are where the header frame and the last whole
+	// frame read end.
+	headerEnd, whole int64
+	// prev is where the last change returned ends: a frame whose checksum
+	// matched but whose change does not parse is not whole.
+	prev int64
 }
 
 // OpenJournal opens the journal at path and checks that it follows the
@@ -222,6 +305,7 @@ func newJournalReader(path string, src io.Reader, size int64, snapshot *Header) 
 	if err := j.r.parseHeader(bytes.Clone(raw)); err != nil {
 		return nil, err
 	}
+	j.headerEnd, j.prev = j.whole, j.whole
 	if snapshot == nil {
 		return j, nil
 	}
@@ -252,9 +336,11 @@ func (j *JournalReader) Next() (Change, error) {
 	c, ok := parseChange(p)
 	if !ok {
 		j.torn = j.r.refuse(CorruptReason, "malformed change")
+		j.whole = j.prev
 		j.done = true
 		return Change{}, io.EOF
 	}
+	j.prev = j.whole
 	return c, nil
 }
 
@@ -285,6 +371,7 @@ func (j *JournalReader) frame() (p []byte, ok bool, err error) {
 	if binary.LittleEndian.Uint32(sum[:]) != crc32.Checksum(j.buf, castagnoli) {
 		return nil, false, j.stop(r.refuse(CorruptReason, "frame checksum"))
 	}
+	j.whole = r.read
 	return j.buf, true, nil
 }
 

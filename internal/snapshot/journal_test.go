@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -176,4 +177,82 @@ func FuzzJournalReader(f *testing.F) {
 			t.Fatalf("accepted a journal a JournalWriter does not write:\n%q\nrewritten:\n%q", data, again)
 		}
 	})
+}
+
+// writeChanges appends changes to w.
+func writeChanges(t *testing.T, w *JournalWriter, changes []change) {
+	for _, c := range changes {
+		switch c.op {
+		case Put:
+			require.NoError(t, w.Put(c.rv, c.key, []byte(c.value)))
+		case Delete:
+			require.NoError(t, w.Delete(c.rv, c.key))
+		case Progress:
+			require.NoError(t, w.Progress(c.rv))
+		}
+	}
+}
+
+// A journal continued after it was read, cut anywhere (a torn last frame
+// or a damaged one), holds the changes read and then the ones appended,
+// as if written in one go: the tear is cut off, never read between them.
+// ChangeBytes counts what a reader replays; Sync leaves a readable file.
+func TestContinueJournalAfterItsLastWholeChange(t *testing.T) {
+	h, changes := testHeader(3), testChanges()
+	whole := journalBytes(t, h, changes)
+	header := len(journalBytes(t, h, nil))
+	more := []change{{Delete, "120", "ns/a", ""}, {Put, "121", "ns/d", "d"}}
+	for n := header; n <= len(whole); n++ {
+		for _, damage := range []bool{false, true} {
+			data := bytes.Clone(whole[:n])
+			if damage && n > header {
+				data[n-1] ^= 0x20
+			}
+			path := filepath.Join(t.TempDir(), "journal")
+			require.NoError(t, os.WriteFile(path, data, 0o600))
+			r, err := OpenJournal(path, &h)
+			require.NoError(t, err)
+			_, err = ContinueJournal(path, r)
+			require.Error(t, err, "not read to its end")
+			var read []change
+			for {
+				c, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+				read = append(read, change{c.Op, c.ResourceVersion, string(c.Key), string(c.Value)})
+			}
+			w, err := ContinueJournal(path, r)
+			require.NoError(t, err, "cut at %d", n)
+			require.NoError(t, r.Close())
+			kept := int64(len(journalBytes(t, h, read)) - header)
+			assert.Equal(t, kept, w.ChangeBytes(), "cut at %d", n)
+			writeChanges(t, w, more)
+			require.NoError(t, w.Sync())
+			require.NoError(t, w.Close())
+			all := append(slices.Clone(read), more...)
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, journalBytes(t, h, all), got, "cut at %d, damaged %v", n, damage)
+		}
+	}
+}
+
+// A journal renamed while written goes on at its new path.
+func TestJournalRename(t *testing.T) {
+	h, changes := testHeader(3), testChanges()
+	dir := t.TempDir()
+	w, err := CreateJournal(filepath.Join(dir, "next"), h)
+	require.NoError(t, err)
+	writeChanges(t, w, changes[:2])
+	require.NoError(t, w.Rename(filepath.Join(dir, "journal")))
+	writeChanges(t, w, changes[2:])
+	assert.Equal(t, int64(len(journalBytes(t, h, changes))-len(journalBytes(t, h, nil))), w.ChangeBytes())
+	require.NoError(t, w.Sync())
+	require.NoError(t, w.Close())
+	got, err := os.ReadFile(filepath.Join(dir, "journal"))
+	require.NoError(t, err)
+	assert.Equal(t, journalBytes(t, h, changes), got)
+	assert.NoFileExists(t, filepath.Join(dir, "next"))
 }

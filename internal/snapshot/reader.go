@@ -27,6 +27,7 @@ type Reader struct {
 	file   *os.File
 	br     *bufio.Reader
 	left   int64 // bytes not yet consumed; -1 when the size is unknown
+	read   int64 // bytes consumed
 	sum    uint32
 	header Header
 	// records is how many records are still to read.
@@ -306,6 +307,7 @@ func (r *Reader) full(buf []byte) error {
 
 func (r *Reader) consumed(b []byte) {
 	r.sum = crc32.Update(r.sum, castagnoli, b)
+	r.read += int64(len(b))
 	if r.left >= 0 {
 		r.left -= int64(len(b))
 	}
