@@ -172,7 +172,7 @@ func runInformer(c config) error {
 
 // counters are the process's CPU time and allocation counters at one moment.
 type counters struct {
-	cpu, gc                  float64
+	cpu, sys, gc             float64
 	allocBytes, allocObjects uint64
 	live, cycles             uint64
 }
@@ -189,7 +189,7 @@ func sample() counters {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return counters{cpu: cpu, allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64(), gc: ms[3].Value.Float64(), cycles: ms[4].Value.Uint64()}
+	return counters{cpu: cpu, sys: time.Duration(ru.Stime.Nano()).Seconds(), allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64(), gc: ms[3].Value.Float64(), cycles: ms[4].Value.Uint64()}
 }
 
 // peaks are the highest live heap and heap in objects seen.

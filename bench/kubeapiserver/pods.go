@@ -33,31 +33,12 @@ func createPods(ctx context.Context, cs kubernetes.Interface, n, workers int) ([
 	}
 	src := fixtures.NewPodSource(1)
 	refs := make([]podRef, n)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var firstErr atomic.Pointer[error]
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				p := src.Pod(j)
-				refs[j] = podRef{p.Namespace, p.Name}
-				if err := createPod(ctx, cs, p); err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-				}
-			}
-		}()
-	}
-	for j := 0; j < n && firstErr.Load() == nil; j++ {
-		jobs <- j
-	}
-	close(jobs)
-	wg.Wait()
-	if err := firstErr.Load(); err != nil {
-		return nil, *err
-	}
-	return refs, nil
+	err := forEach(workers, n, func(j int) error {
+		p := src.Pod(j)
+		refs[j] = podRef{p.Namespace, p.Name}
+		return createPod(ctx, cs, p)
+	})
+	return refs, err
 }
 
 // createPod writes one fixture pod as its two managers would.
@@ -134,10 +115,19 @@ type loadResult struct {
 }
 
 // drive patches pod status at rate updates per second for d, cycling
-// through refs from *next, as the kubelet does: a strategic merge patch of
-// the status subresource under the "kubelet" field manager, here moving the
-// Ready condition's lastProbeTime.
+// through refs from *next (see driveUntil).
 func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *int, rate int, d time.Duration) loadResult {
+	stop := make(chan struct{})
+	t := time.AfterFunc(d, func() { close(stop) })
+	defer t.Stop()
+	return driveUntil(ctx, cs, refs, next, rate, stop)
+}
+
+// driveUntil patches pod status at rate updates per second until stop
+// closes, cycling through refs from *next, as the kubelet does: a
+// strategic merge patch of the status subresource under the "kubelet"
+// field manager, here moving the Ready condition's lastProbeTime.
+func driveUntil(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *int, rate int, stop <-chan struct{}) loadResult {
 	jobs := make(chan podRef, rate)
 	var res loadResult
 	var wg sync.WaitGroup
@@ -164,10 +154,13 @@ func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *in
 	// Send what is due by the clock, so that late ticks on a loaded
 	// machine do not lower the rate; skip only when the workers lag by a
 	// second's worth.
+loop:
 	for issued := int64(0); ; {
-		now := <-tick.C
-		if now.Sub(start) >= d {
-			break
+		var now time.Time
+		select {
+		case <-stop:
+			break loop
+		case now = <-tick.C:
 		}
 		for due := int64(now.Sub(start).Seconds() * float64(rate)); issued < due; issued++ {
 			select {
@@ -184,4 +177,32 @@ func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *in
 	res.elapsed = time.Since(start)
 	res.sent, res.failed = sent.Load(), failed.Load()
 	return res
+}
+
+// forEach runs fn(0..n-1) on workers goroutines and returns the first
+// error; after one it starts no more.
+func forEach(workers, n int, fn func(i int) error) error {
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := fn(j); err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+				}
+			}
+		}()
+	}
+	for j := 0; j < n && firstErr.Load() == nil; j++ {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	if err := firstErr.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
