@@ -12,6 +12,9 @@ type restartMetric struct {
 	value        func(r startResult) float64
 }
 
+// oursOnly are the figures with no client-go counterpart to divide by.
+var oursOnly = map[string]bool{"stop s": true, "snapshot MB": true}
+
 var restartTable = []restartMetric{
 	{"informer HasSynced s", "%.2f", func(r startResult) float64 { return r.sync.Informer.WallSec }},
 	{"handler HasSynced s", "%.2f", func(r startResult) float64 { return r.sync.Handler.WallSec }},
@@ -68,9 +71,12 @@ func printRestartTables(w io.Writer, c config, rounds []restartRound, loadStart,
 	warm := func(r restartRound) startResult { return r.warm }
 	for _, m := range restartTable {
 		ws := pick(warm, m)
+		vsClientGo := spread("%.3f×", divide(ws, pick(clientGo, m)))
+		if oursOnly[m.name] {
+			vsClientGo = "–"
+		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", m.name, spread(m.format, pick(clientGo, m)),
-			spread(m.format, pick(cold, m)), spread(m.format, ws),
-			spread("%.3f×", divide(ws, pick(clientGo, m))), spread("%.3f×", divide(ws, pick(cold, m))))
+			spread(m.format, pick(cold, m)), spread(m.format, ws), vsClientGo, spread("%.3f×", divide(ws, pick(cold, m))))
 	}
 	fmt.Fprintln(w)
 	for i, r := range rounds {
