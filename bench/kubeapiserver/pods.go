@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -41,25 +42,71 @@ func createPods(ctx context.Context, cs kubernetes.Interface, n, workers int) ([
 	return refs, err
 }
 
-// createPod writes one fixture pod as its two managers would.
+// createPod writes one fixture pod as its two managers would. A request
+// that fails on the way (a lost connection on a loaded machine) is tried
+// again; a create that reached the server before is found by name, and its
+// status written if it has none yet.
 func createPod(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) error {
 	status := p.Status
 	p = p.DeepCopy()
 	p.ResourceVersion, p.UID, p.CreationTimestamp, p.ManagedFields = "", "", metav1.Time{}, nil
 	p.Status = corev1.PodStatus{}
 	pods := cs.CoreV1().Pods(p.Namespace)
-	got, err := pods.Create(ctx, p, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
+	var got *corev1.Pod
+	err := retry(func() (err error) {
+		got, err = pods.Create(ctx, p, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+		if apierrors.IsAlreadyExists(err) {
+			got, err = pods.Get(ctx, p.Name, metav1.GetOptions{})
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	if got.Status.Phase != "" {
+		return nil
+	}
 	got.Status = status
-	if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+	err = retry(func() error {
+		_, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kubelet"})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		// An earlier try may have written it before its answer was lost.
+		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil || cur.Status.Phase != "" {
+			return err
+		}
+		cur.Status = status
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "kubelet"})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("status of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
+}
+
+// retry calls fn up to 5 times while it fails with anything but an API
+// status other than a timeout, throttling or server error, backing off.
+func retry(fn func() error) error {
+	var err error
+	for i := range 5 {
+		if err = fn(); err == nil || !transient(err) {
+			return err
+		}
+		time.Sleep(time.Duration(1<<i) * 200 * time.Millisecond)
+	}
+	return err
+}
+
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // podSizes are the protobuf sizes of pods as the server serves them.

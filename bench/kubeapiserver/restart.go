@@ -160,16 +160,20 @@ func changeWhileDown(ctx context.Context, c config, cl *cluster, round int, crea
 		pods := cl.cs.CoreV1().Pods(ref.namespace)
 		if i < res.updated {
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.openinformer.io/changed":"r%d-%d"}}}`, round+1, i)
-			_, err := pods.Patch(ctx, ref.name, types.MergePatchType, []byte(patch),
-				metav1.PatchOptions{FieldManager: "kube-controller-manager"})
-			return err
+			return retry(func() error {
+				_, err := pods.Patch(ctx, ref.name, types.MergePatchType, []byte(patch),
+					metav1.PatchOptions{FieldManager: "kube-controller-manager"})
+				return err
+			})
 		}
 		now := int64(0)
-		err := pods.Delete(ctx, ref.name, metav1.DeleteOptions{GracePeriodSeconds: &now})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
+		return retry(func() error {
+			err := pods.Delete(ctx, ref.name, metav1.DeleteOptions{GracePeriodSeconds: &now})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return res, err
