@@ -63,7 +63,7 @@ func createPod(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) erro
 	if err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	if got.Status.Phase != "" {
+	if kubeletWrote(got) {
 		return nil
 	}
 	got.Status = status
@@ -74,7 +74,7 @@ func createPod(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) erro
 		}
 		// An earlier try may have written it before its answer was lost.
 		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil || cur.Status.Phase != "" {
+		if err != nil || kubeletWrote(cur) {
 			return err
 		}
 		cur.Status = status
@@ -86,6 +86,10 @@ func createPod(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) erro
 	}
 	return nil
 }
+
+// kubeletWrote tells whether p's status is the kubelet's: the server sets
+// a phase on create, the container statuses come only from the kubelet.
+func kubeletWrote(p *corev1.Pod) bool { return len(p.Status.ContainerStatuses) > 0 }
 
 // retry calls fn up to 5 times while it fails with anything but an API
 // status other than a timeout, throttling or server error, backing off.
