@@ -163,3 +163,15 @@ realserver-bench:
 		&& $(GO) build -o bin/realserver-bench . \
 		&& ./bin/realserver-bench -apiserver bin/kube-apiserver -pods $(or $(PODS),20000) \
 		-rounds $(if $(filter file,$(origin ROUNDS)),3,$(ROUNDS)) -steady $(or $(STEADY),60s) -rate $(or $(RATE),100)
+
+## realserver-restart: issue 29's warm restart against the same real
+## kube-apiserver: client-go's cold start, ours cold, then ours warm from its
+## snapshot after 1% of the pods changed, each in its own process, with RATE
+## status patches/s flowing (bench/kubeapiserver/README.md).
+## PODS (100000), ROUNDS (2 unless set), RATE (100 updates/s).
+.PHONY: realserver-restart
+realserver-restart:
+	cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
+		&& $(GO) build -o bin/realserver-bench . \
+		&& ./bin/realserver-bench -mode restart -apiserver bin/kube-apiserver -pods $(or $(PODS),100000) \
+		-rounds $(if $(filter file,$(origin ROUNDS)),2,$(ROUNDS)) -rate $(or $(RATE),100)

@@ -15,51 +15,34 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// runHarness is the harness role: servers up, pods created, then the rounds.
+// cluster is the servers and the pods the harness created on them.
+type cluster struct {
+	dir  string
+	srv  *servers
+	cs   kubernetes.Interface
+	refs []podRef
+}
+
+// runHarness is the harness role: servers up, pods created, then the
+// rounds of the chosen -mode.
 func runHarness(c config) error {
 	variants := strings.Split(c.variants, ",")
 	if c.rounds < 1 || c.pods < 1 || c.rate < 1 || len(variants) == 0 {
 		return fmt.Errorf("need -rounds, -pods, -rate ≥1 and some -variants")
 	}
-	dir := c.workDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "realserver-bench-")
-		if err != nil {
-			return err
-		}
-		dir = d
-	}
-	if !c.keep {
-		defer os.RemoveAll(dir)
+	if c.mode != "bench" && c.mode != "restart" {
+		return fmt.Errorf("unknown -mode %q (bench or restart)", c.mode)
 	}
 	loadStart := loadAvg()
-	began := time.Now()
-	srv, err := startServers(c, dir)
+	cl, cleanup, err := setUp(c)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	fmt.Printf("kube-apiserver ready in %.1fs (%s)\n", time.Since(began).Seconds(), srv.host)
+	defer cleanup()
 	ctx := context.Background()
-	cfg := srv.restConfig()
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
+	if c.mode == "restart" {
+		return runRestart(ctx, c, cl, loadStart)
 	}
-	t0 := time.Now()
-	refs, err := createPods(ctx, cs, c.pods, c.workers)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("created %d pods in %.1fs\n", len(refs), time.Since(t0).Seconds())
-	sizes, err := measureSizes(ctx, cs)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("pod protobuf size as served (%d pods read back): mean %d B, median %d B, managedFields %.1f%%"+
-		" (the fixture's own: %d B, %.1f%%)\n", sizes.count, sizes.meanBytes, sizes.medianBytes,
-		100*sizes.managedFieldsShare, sizes.fixtureBytes, 100*sizes.fixtureManagedFieldShare)
-
 	var rounds []roundResult
 	next := 0
 	for r := range c.rounds {
@@ -67,7 +50,7 @@ func runHarness(c config) error {
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
-		res, err := runRound(ctx, c, srv, cs, refs, &next, order)
+		res, err := runRound(ctx, c, cl.srv, cl.cs, cl.refs, &next, order)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", r+1, err)
 		}
@@ -76,6 +59,54 @@ func runHarness(c config) error {
 	}
 	printTables(os.Stdout, c, variants, rounds, loadStart, loadAvg())
 	return nil
+}
+
+// setUp starts the servers in the working directory and creates the pods;
+// cleanup stops the servers and removes the directory unless -keep.
+func setUp(c config) (*cluster, func(), error) {
+	dir := c.workDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "realserver-bench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		dir = d
+	}
+	removeDir := func() {
+		if !c.keep {
+			os.RemoveAll(dir)
+		}
+	}
+	began := time.Now()
+	srv, err := startServers(c, dir)
+	if err != nil {
+		removeDir()
+		return nil, nil, err
+	}
+	cleanup := func() { srv.stop(); removeDir() }
+	fmt.Printf("kube-apiserver ready in %.1fs (%s)\n", time.Since(began).Seconds(), srv.host)
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(srv.restConfig())
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	t0 := time.Now()
+	refs, err := createPods(ctx, cs, c.pods, c.workers)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	fmt.Printf("created %d pods in %.1fs (load %s)\n", len(refs), time.Since(t0).Seconds(), loadAvg())
+	sizes, err := measureSizes(ctx, cs)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	fmt.Printf("pod protobuf size as served (%d pods read back): mean %d B, median %d B, managedFields %.1f%%"+
+		" (the fixture's own: %d B, %.1f%%)\n", sizes.count, sizes.meanBytes, sizes.medianBytes,
+		100*sizes.managedFieldsShare, sizes.fixtureBytes, 100*sizes.fixtureManagedFieldShare)
+	return &cluster{dir: dir, srv: srv, cs: cs, refs: refs}, cleanup, nil
 }
 
 // roundResult is one round: every variant's sync and steady reports.
@@ -145,11 +176,18 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 }
 
 func startChild(srv *servers, variant string) (*child, error) {
+	return spawn(srv, "informer", variant)
+}
+
+// spawn starts this binary in role for variant against srv, with extra
+// flags, its stdin and stdout the harness's line protocol.
+func spawn(srv *servers, role, variant string, extra ...string) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-role=informer", "-variant="+variant, "-host="+srv.host, "-token="+srv.token)
+	args := append([]string{"-role=" + role, "-variant=" + variant, "-host=" + srv.host, "-token=" + srv.token}, extra...)
+	cmd := exec.Command(self, args...)
 	cmd.Env = os.Environ()
 	if strings.HasSuffix(variant, "-list") {
 		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")

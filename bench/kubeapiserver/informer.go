@@ -45,7 +45,7 @@ func (c *counter) events() int64     { return c.adds.Load() + c.updates.Load() +
 
 // newInformer builds the named variant's pod informer over all namespaces,
 // listing and watching the way client-go's generated pod informer does.
-func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, func() int, error) {
+func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, func() int, func() bool, error) {
 	base := strings.TrimSuffix(name, "-list")
 	list := func(ctx context.Context, o metav1.ListOptions) (apiruntime.Object, error) {
 		return cs.CoreV1().Pods("").List(ctx, o)
@@ -57,10 +57,11 @@ func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, fu
 		lw := &clientgo.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
 		inf := clientgo.NewSharedIndexInformer(clientgo.ToListWatcherWithWatchListSemantics(lw, cs),
 			&corev1.Pod{}, 0, clientgo.Indexers{clientgo.NamespaceIndex: clientgo.MetaNamespaceIndexFunc})
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return nil, nil, err
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		return inf, func() int { return len(inf.GetStore().ListKeys()) }, nil
+		return inf, func() int { return len(inf.GetStore().ListKeys()) }, reg.HasSynced, nil
 	}
 	opts := ours.SharedIndexInformerOptions{Indexers: ours.Indexers{ours.NamespaceIndex: ours.MetaNamespaceIndexFunc}}
 	switch base {
@@ -76,14 +77,15 @@ func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, fu
 	case "ours-strip":
 		opts.StripManagedFields = true
 	default:
-		return nil, nil, fmt.Errorf("unknown variant %q", name)
+		return nil, nil, nil, fmt.Errorf("unknown variant %q", name)
 	}
 	lw := &ours.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
 	inf := ours.NewSharedIndexInformerWithOptions(ours.ToListWatcherWithWatchListSemantics(lw, cs), &corev1.Pod{}, opts)
-	if _, err := inf.AddEventHandler(h); err != nil {
-		return nil, nil, err
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return inf, func() int { return len(inf.GetStore().ListKeys()) }, nil
+	return inf, func() int { return len(inf.GetStore().ListKeys()) }, reg.HasSynced, nil
 }
 
 // syncReport is what one informer's initial sync cost, reported by the
@@ -125,7 +127,7 @@ func runInformer(c config) error {
 		return err
 	}
 	h := &counter{}
-	inf, count, err := newInformer(c.variant, cs, h)
+	inf, count, handlerSynced, err := newInformer(c.variant, cs, h)
 	if err != nil {
 		return err
 	}
@@ -157,6 +159,12 @@ func runInformer(c config) error {
 		return err
 	}
 
+	// The sync ends at the informer's HasSynced; a handler may still be
+	// receiving its initial list (ours decode it on the handler's
+	// goroutine), which must not count as steady events.
+	if !waitFor(handlerSynced, syncLimit) {
+		return fmt.Errorf("handler not synced after %v", syncLimit)
+	}
 	in := bufio.NewScanner(os.Stdin)
 	if !in.Scan() || in.Text() != "start" {
 		return fmt.Errorf("expected start, got %q", in.Text())
@@ -172,7 +180,7 @@ func runInformer(c config) error {
 
 // counters are the process's CPU time and allocation counters at one moment.
 type counters struct {
-	cpu, gc                  float64
+	cpu, sys, gc             float64
 	allocBytes, allocObjects uint64
 	live, cycles             uint64
 }
@@ -189,7 +197,7 @@ func sample() counters {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return counters{cpu: cpu, allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64(), gc: ms[3].Value.Float64(), cycles: ms[4].Value.Uint64()}
+	return counters{cpu: cpu, sys: time.Duration(ru.Stime.Nano()).Seconds(), allocBytes: ms[0].Value.Uint64(), allocObjects: ms[1].Value.Uint64(), live: ms[2].Value.Uint64(), gc: ms[3].Value.Float64(), cycles: ms[4].Value.Uint64()}
 }
 
 // peaks are the highest live heap and heap in objects seen.

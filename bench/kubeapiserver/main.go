@@ -1,13 +1,15 @@
 // Command kubeapiserver measures pod informers, ours beside client-go's,
 // against a real kube-apiserver v1.37.2 and etcd v3.7.3 (see README.md).
 //
-// The same binary plays three roles, chosen by -role: the harness (default)
+// The same binary plays four roles, chosen by -role: the harness (default)
 // starts etcd and kube-apiserver as child processes, creates the pods, then
 // starts one child process per informer variant and drives the update load;
 // "etcd" runs the embedded etcd; "informer" runs one informer and reports
-// what it cost. Each informer runs alone in its process, so its process CPU
-// time and allocation counters are its own: neither the servers' nor the
-// load generator's work is counted.
+// what it cost; "restart" runs one start of an informer for -mode=restart
+// (cold, or warm from its snapshot) and reports what it cost. Each informer
+// runs alone in its process, so its process CPU time and allocation
+// counters are its own: neither the servers' nor the load generator's work
+// is counted.
 package main
 
 import (
@@ -20,6 +22,9 @@ import (
 // config is the harness's command line.
 type config struct {
 	role      string
+	mode      string
+	changed   float64
+	snapshot  string
 	apiserver string
 	pods      int
 	rounds    int
@@ -39,7 +44,10 @@ type config struct {
 
 func main() {
 	var c config
-	flag.StringVar(&c.role, "role", "harness", "harness, etcd or informer (the last two are started by the harness)")
+	flag.StringVar(&c.role, "role", "harness", "harness, etcd, informer or restart (the last three are started by the harness)")
+	flag.StringVar(&c.mode, "mode", "bench", "harness: bench (sync and steady phase of each variant) or restart (cold and warm starts, see README.md)")
+	flag.Float64Var(&c.changed, "changed", 0.01, "restart mode: share of the pods changed while ours is down (half updated, a quarter deleted, a quarter created)")
+	flag.StringVar(&c.snapshot, "snapshot", "", "restart role: snapshot file of variant ours")
 	flag.StringVar(&c.apiserver, "apiserver", "bin/kube-apiserver", "kube-apiserver binary (make realserver-bench builds it)")
 	flag.IntVar(&c.pods, "pods", 20000, "pods to create")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds; each starts every variant once, in alternating order")
@@ -65,6 +73,8 @@ func main() {
 		err = runEtcd(c)
 	case "informer":
 		err = runInformer(c)
+	case "restart":
+		err = runRestartChild(c)
 	default:
 		err = fmt.Errorf("unknown -role %q", c.role)
 	}

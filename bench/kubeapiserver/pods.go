@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -33,52 +34,83 @@ func createPods(ctx context.Context, cs kubernetes.Interface, n, workers int) ([
 	}
 	src := fixtures.NewPodSource(1)
 	refs := make([]podRef, n)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var firstErr atomic.Pointer[error]
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				p := src.Pod(j)
-				refs[j] = podRef{p.Namespace, p.Name}
-				if err := createPod(ctx, cs, p); err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-				}
-			}
-		}()
-	}
-	for j := 0; j < n && firstErr.Load() == nil; j++ {
-		jobs <- j
-	}
-	close(jobs)
-	wg.Wait()
-	if err := firstErr.Load(); err != nil {
-		return nil, *err
-	}
-	return refs, nil
+	err := forEach(workers, n, func(j int) error {
+		p := src.Pod(j)
+		refs[j] = podRef{p.Namespace, p.Name}
+		return createPod(ctx, cs, p)
+	})
+	return refs, err
 }
 
-// createPod writes one fixture pod as its two managers would.
+// createPod writes one fixture pod as its two managers would. A request
+// that fails on the way (a lost connection on a loaded machine) is tried
+// again; a create that reached the server before is found by name, and its
+// status written if it has none yet.
 func createPod(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) error {
 	status := p.Status
 	p = p.DeepCopy()
 	p.ResourceVersion, p.UID, p.CreationTimestamp, p.ManagedFields = "", "", metav1.Time{}, nil
 	p.Status = corev1.PodStatus{}
 	pods := cs.CoreV1().Pods(p.Namespace)
-	got, err := pods.Create(ctx, p, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
+	var got *corev1.Pod
+	err := retry(func() (err error) {
+		got, err = pods.Create(ctx, p, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+		if apierrors.IsAlreadyExists(err) {
+			got, err = pods.Get(ctx, p.Name, metav1.GetOptions{})
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	if kubeletWrote(got) {
+		return nil
+	}
 	got.Status = status
-	if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+	err = retry(func() error {
+		_, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kubelet"})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		// An earlier try may have written it before its answer was lost.
+		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil || kubeletWrote(cur) {
+			return err
+		}
+		cur.Status = status
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "kubelet"})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("status of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
+}
+
+// kubeletWrote tells whether p's status is the kubelet's: the server sets
+// a phase on create, the container statuses come only from the kubelet.
+func kubeletWrote(p *corev1.Pod) bool { return len(p.Status.ContainerStatuses) > 0 }
+
+// retry calls fn up to 5 times while it fails with anything but an API
+// status other than a timeout, throttling or server error, backing off.
+func retry(fn func() error) error {
+	var err error
+	for i := range 5 {
+		if err = fn(); err == nil || !transient(err) {
+			return err
+		}
+		time.Sleep(time.Duration(1<<i) * 200 * time.Millisecond)
+	}
+	return err
+}
+
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // podSizes are the protobuf sizes of pods as the server serves them.
@@ -134,10 +166,19 @@ type loadResult struct {
 }
 
 // drive patches pod status at rate updates per second for d, cycling
-// through refs from *next, as the kubelet does: a strategic merge patch of
-// the status subresource under the "kubelet" field manager, here moving the
-// Ready condition's lastProbeTime.
+// through refs from *next (see driveUntil).
 func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *int, rate int, d time.Duration) loadResult {
+	stop := make(chan struct{})
+	t := time.AfterFunc(d, func() { close(stop) })
+	defer t.Stop()
+	return driveUntil(ctx, cs, refs, next, rate, stop)
+}
+
+// driveUntil patches pod status at rate updates per second until stop
+// closes, cycling through refs from *next, as the kubelet does: a
+// strategic merge patch of the status subresource under the "kubelet"
+// field manager, here moving the Ready condition's lastProbeTime.
+func driveUntil(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *int, rate int, stop <-chan struct{}) loadResult {
 	jobs := make(chan podRef, rate)
 	var res loadResult
 	var wg sync.WaitGroup
@@ -164,10 +205,13 @@ func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *in
 	// Send what is due by the clock, so that late ticks on a loaded
 	// machine do not lower the rate; skip only when the workers lag by a
 	// second's worth.
+loop:
 	for issued := int64(0); ; {
-		now := <-tick.C
-		if now.Sub(start) >= d {
-			break
+		var now time.Time
+		select {
+		case <-stop:
+			break loop
+		case now = <-tick.C:
 		}
 		for due := int64(now.Sub(start).Seconds() * float64(rate)); issued < due; issued++ {
 			select {
@@ -184,4 +228,32 @@ func drive(ctx context.Context, cs kubernetes.Interface, refs []podRef, next *in
 	res.elapsed = time.Since(start)
 	res.sent, res.failed = sent.Load(), failed.Load()
 	return res
+}
+
+// forEach runs fn(0..n-1) on workers goroutines and returns the first
+// error; after one it starts no more.
+func forEach(workers, n int, fn func(i int) error) error {
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := fn(j); err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+				}
+			}
+		}()
+	}
+	for j := 0; j < n && firstErr.Load() == nil; j++ {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	if err := firstErr.Load(); err != nil {
+		return *err
+	}
+	return nil
 }

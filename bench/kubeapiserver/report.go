@@ -27,6 +27,8 @@ var metricsTable = []metric{
 	{"peak/steady", "%.2f", func(s syncReport, _ steadyReport) float64 { return float64(s.PeakLive) / float64(s.SteadyLive) }},
 	{"CPU µs/event", "%.1f", func(_ syncReport, st steadyReport) float64 { return perEvent(st.CPUSec*1e6, st) }},
 	{"GC µs/event", "%.1f", func(_ syncReport, st steadyReport) float64 { return perEvent(st.GCSec*1e6, st) }},
+	{"CPU−GC µs/event", "%.1f", func(_ syncReport, st steadyReport) float64 { return perEvent(max(st.CPUSec-st.GCSec, 0)*1e6, st) }},
+	{"steady GCs", "%.0f", func(_ syncReport, st steadyReport) float64 { return float64(st.GCCycles) }},
 	{"GCs/1k events", "%.2f", func(_ syncReport, st steadyReport) float64 { return perEvent(1000*float64(st.GCCycles), st) }},
 	{"allocs/event", "%.0f", func(_ syncReport, st steadyReport) float64 { return perEvent(float64(st.AllocObjects), st) }},
 	{"B/event", "%.0f", func(_ syncReport, st steadyReport) float64 { return perEvent(float64(st.AllocBytes), st) }},
