@@ -23,7 +23,7 @@ func TestPreheldIsFortyBytes(t *testing.T) {
 // adopts them indexes them as the store would.
 func TestPreheldSharesNamespaceOnlyIndex(t *testing.T) {
 	pod := func(ns, name string) *v1.Pod {
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, }, Spec: v1.PodSpec{NodeName: "node-" + name}}
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.PodSpec{NodeName: "node-" + name}}
 	}
 	byName := func(obj any) (string, error) { return "k-" + obj.(*v1.Pod).Name, nil }
 	for _, tc := range []struct {
