@@ -63,7 +63,7 @@ func measureHeapPerWidget(t *testing.T, n int, fixture func(seed uint64, i int) 
 	const rounds = 2
 	srv := apiserver.Start(t, apiserver.Options{WatchCache: true})
 	client := srv.Dynamic()
-	size := createWidgets(t, client, n, fixture)
+	size := createFixtureWidgets(t, client, n, fixture)
 
 	best := make([]uint64, len(memoryVariants))
 	for round := range rounds {
@@ -92,10 +92,10 @@ func measureHeapPerWidget(t *testing.T, n int, fixture func(seed uint64, i int) 
 // widgetSizes are the total sizes of widgets as the server returned them.
 type widgetSizes struct{ json, cbor int }
 
-// createWidgets creates n widgets carrying the labels, annotations, spec
+// createFixtureWidgets creates n widgets carrying the labels, annotations, spec
 // and status of fixture(1, i) (the Widget CRD keeps unknown fields under
 // spec only, so the status goes there too), and returns their total size.
-func createWidgets(t *testing.T, client dynamic.Interface, n int, fixture func(seed uint64, i int) *unstructured.Unstructured) widgetSizes {
+func createFixtureWidgets(t *testing.T, client dynamic.Interface, n int, fixture func(seed uint64, i int) *unstructured.Unstructured) widgetSizes {
 	t.Helper()
 	const writers = 8
 	sizes := make([]widgetSizes, writers)
@@ -103,7 +103,7 @@ func createWidgets(t *testing.T, client dynamic.Interface, n int, fixture func(s
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < n; i += writers {
-				size, err := createWidget(client, fixture(1, i), i)
+				size, err := createFixtureWidget(client, fixture(1, i), i)
 				if err != nil {
 					t.Errorf("widget %d: %v", i, err)
 					return
@@ -125,7 +125,7 @@ func createWidgets(t *testing.T, client dynamic.Interface, n int, fixture func(s
 	return total
 }
 
-func createWidget(client dynamic.Interface, cr *unstructured.Unstructured, i int) (widgetSizes, error) {
+func createFixtureWidget(client dynamic.Interface, cr *unstructured.Unstructured, i int) (widgetSizes, error) {
 	ns := fixtures.NamespaceName(i)
 	w := apiserver.NewWidget(ns, cr.GetName(), int64(i))
 	spec := maps.Clone(cr.Object["spec"].(map[string]any))
