@@ -149,6 +149,20 @@ func (f *probeForm) hold(key string, obj any) (held any, err error) {
 	return held, err
 }
 
+// holdAhead is the inner form's, sampled like hold: without it a
+// watch-list's or LIST's objects would take hold's path, into the hot cache.
+func (f *probeForm) holdAhead(key string, obj any) (held any, err error) {
+	a, ok := f.inner.(aheadHolder)
+	if !ok {
+		return f.hold(key, obj)
+	}
+	held, err = a.holdAhead(key, obj)
+	if f.calls.Add(1)%f.every == 0 {
+		f.sample()
+	}
+	return held, err
+}
+
 // inPlace is the inner form's, so that the probe takes the same path.
 func (f *probeForm) inPlace() bool { return f.inner.inPlace() }
 
