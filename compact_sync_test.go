@@ -165,7 +165,7 @@ func TestCompactReplaceAdoptsHeldIndexValues(t *testing.T) {
 		{name: "no values", reads: pods, alter: func(_ *testing.T, _ Indexer, list []any) {
 			for i, obj := range list {
 				p := obj.(preheld)
-				p.index = heldIndex{}
+				p.index = &heldIndex{form: p.index.form}
 				list[i] = p
 			}
 		}},

@@ -98,7 +98,7 @@ func stagePreheld(ns, out []notification, boxAdds bool) []notification {
 		case len(slab) > 0 && n.kind == addNotification:
 			b := &slab[0]
 			slab = slab[1:]
-			b.key, b.held, b.form = p.key, p.held, p.form
+			b.key, b.held, b.form = p.key, p.held, p.index.form
 			n.newObj = b
 		default:
 			if n.newObj, ok = p.view(true); !ok {

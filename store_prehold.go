@@ -1,6 +1,9 @@
 package cache
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // A store whose form encodes objects (compact storage) can take the objects
 // of a watch-list stream in its held form as they arrive, so that the
@@ -15,15 +18,13 @@ import "slices"
 
 // preheld is an object already in its store's held form, with its store
 // key: what a compact informer's watch-list buffer keeps of each object.
+// It is 40 B (a 48 B box in the buffer's items) because everything but the
+// key and the encoding sits behind index, which every object whose only
+// index values are its key's namespace shares (see heldIndex.keyed).
 type preheld struct {
-	key  string
-	held any
-	// form reads the object back; it is the store's.
-	form storedForm
-	// index is the object's index values, computed while it was decoded
-	// in hand, so that the store's Replace indexes it without decoding it
-	// again.
-	index heldIndex
+	key   string
+	held  any
+	index *heldIndex
 }
 
 // preholdFunc returns obj, already transformed, as a preheld, or the
@@ -53,14 +54,39 @@ func (c *cache) preholder() preholdFunc {
 		if err != nil {
 			return preheld{}, err
 		}
-		index := c.storage.indexers.Load().heldValues(key, obj)
-		return preheld{key: key, held: held, form: c.storage.form, index: index}, nil
+		return c.storage.preheld(key, held, c.storage.indexers.Load().heldValues(key, obj)), nil
 	}
+}
+
+// preheld returns key's held value with its index values h, computed for
+// h.set: behind the store's shared heldIndex when h is that one's for key
+// (namespace values only, read from the key), else behind a copy of h.
+func (s *threadSafeMap) preheld(key string, held any, h heldIndex) preheld {
+	h.form = s.form
+	if h.vals != nil || h.fails != nil || !h.namespaced || h.namespace != keyNamespace(key) {
+		return preheld{key: key, held: held, index: &h}
+	}
+	shared := s.sharedHeld.Load()
+	if shared == nil || shared.set != h.set || shared.form != h.form {
+		shared = &heldIndex{set: h.set, form: h.form, namespaced: true, keyed: true}
+		s.sharedHeld.Store(shared)
+	}
+	return preheld{key: key, held: held, index: shared}
+}
+
+// keyNamespace is the namespace MetaNamespaceKeyFunc puts in key: up to
+// its first '/', none without one.
+func keyNamespace(key string) string {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return ""
+	}
+	return ns
 }
 
 // view reads p back, into the form's cache of decoded objects if keep.
 func (p preheld) view(keep bool) (any, bool) {
-	return viewHeld(p.form, p.key, p.held, keep)
+	return viewHeld(p.index.form, p.key, p.held, keep)
 }
 
 // adoptHeld is, for a Replace, obj's key and held value if obj is held
@@ -84,7 +110,7 @@ func (b *indexBuilder) collectListed(key string, obj interface{}) error {
 	switch {
 	case !ok:
 		return b.collect(key, obj)
-	case p.index.set == b.set && b.from == 0:
+	case p.index != nil && p.index.set == b.set && b.from == 0:
 		return b.adopt(key, p.index)
 	}
 	if obj, ok = p.view(false); !ok {
@@ -95,7 +121,7 @@ func (b *indexBuilder) collectListed(key string, obj interface{}) error {
 
 // adopt records the entries of h, computed for the builder's set, whose
 // indexes it builds all (from position 0): h's positions are its own.
-func (b *indexBuilder) adopt(key string, h heldIndex) error {
+func (b *indexBuilder) adopt(key string, h *heldIndex) error {
 	for _, err := range h.fails {
 		if err = b.fail(err); err != nil {
 			return err
@@ -105,7 +131,7 @@ func (b *indexBuilder) adopt(key string, h heldIndex) error {
 		switch {
 		case b.set.byNamespace[i]:
 			if h.namespaced {
-				b.record(i, h.namespace, key)
+				b.record(i, h.namespaceOf(key), key)
 			}
 		case h.vals != nil:
 			for _, v := range h.vals[i] {
@@ -118,19 +144,35 @@ func (b *indexBuilder) adopt(key string, h heldIndex) error {
 
 // heldIndex is an object's values in every index of set, computed ahead
 // of the Replace that stores it, while the object was decoded (see
-// preheld). Its zero value, with no set, holds none.
+// preheld), and the store's form, which reads the object back. A heldIndex
+// with no set holds no values.
 type heldIndex struct {
 	set *indexerSet
+	// form is the store's.
+	form storedForm
 	// namespace is the value of every namespace index, when namespaced:
 	// those indexes' functions read one field, so no slice is kept.
 	namespace  string
 	namespaced bool
+	// keyed says that the namespace is the key's (keyNamespace), not
+	// namespace: such a heldIndex, with no vals and no fails, is shared
+	// by every such object of its store.
+	keyed bool
 	// vals holds the other indexes' values by position; it is nil when
 	// every index is a namespace index, the common case.
 	vals [][]string
 	// fails are the index functions' failures on the object, reported by
 	// the Replace that adopts the values, as if it had computed them.
 	fails []error
+}
+
+// namespaceOf is the namespace indexes' value for the object stored
+// under key.
+func (h *heldIndex) namespaceOf(key string) string {
+	if h.keyed {
+		return keyNamespace(key)
+	}
+	return h.namespace
 }
 
 // heldValues returns obj's values in set's indexes, as values computes

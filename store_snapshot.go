@@ -258,7 +258,7 @@ func (st *snapshotStore) loadRecord(key string, value []byte, set *indexerSet, f
 	if err != nil {
 		return nil, err
 	}
-	return preheld{key: key, held: e, form: st.compact, index: loadedIndex(set, key, vals, framed)}, nil
+	return st.c.storage.preheld(key, e, loadedIndex(set, key, vals, framed)), nil
 }
 
 // loadedIndex is a loaded object's heldIndex: its namespace from its key,

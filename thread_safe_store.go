@@ -74,6 +74,9 @@ type threadSafeMap struct {
 	// form converts between callers' objects and what items holds
 	// (plainForm: as they are). Set at construction, never changed.
 	form storedForm
+	// sharedHeld is the heldIndex that the preheld objects indexed by
+	// their key's namespace alone share (store_prehold.go).
+	sharedHeld atomic.Pointer[heldIndex]
 }
 
 var (
