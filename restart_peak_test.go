@@ -1,0 +1,162 @@
+package cache
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/openinformer/cache/fake"
+	"github.com/openinformer/cache/internal/fixtures"
+)
+
+// TestWarmRestartPeak measures the live heap of a compact informer (default
+// hot cache, namespace index) starting warm from a snapshot of
+// RESTART_PEAK_PODS fixture pods on the fake server, as the real-server
+// harness does: /gc/heap/live:bytes sampled every 2 ms from the start until
+// the handler's registration has synced, over the same metric after a
+// forced collection once synced, both less what was live before the start.
+// The fake server's objects, live throughout, would put off every
+// collection of a 20k start at the default GOGC, so the start runs at
+// GOGC=RESTART_PEAK_GOGC (10 when unset): collections come more often than
+// in a process holding only the informer, which finds the peak as high or
+// higher. RESTART_PEAK_HOT sets CompactOptions.HotObjects.
+// RESTART_PEAK_PROFILE names a file that gets the heap profile published
+// by the collection of the highest sample, and that file with ".base"
+// appended the profile before the start. Skipped when unset (20k pods
+// take about a minute); run it without -race:
+//
+//	RESTART_PEAK_PODS=20000 go test -run TestWarmRestartPeak -v -count=1 .
+func TestWarmRestartPeak(t *testing.T) {
+	pods, _ := strconv.Atoi(os.Getenv("RESTART_PEAK_PODS"))
+	if pods <= 0 {
+		t.Skip("set RESTART_PEAK_PODS to measure")
+	}
+	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, Objects: fixtures.Objects(fixtures.Pods(29, pods))})
+	opts := SharedIndexInformerOptions{Indexers: Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, Compact: &CompactOptions{HotObjects: hotObjectsEnv()},
+		Snapshot: &SnapshotOptions{Path: filepath.Join(t.TempDir(), "pods.snap"), Scope: &SnapshotScope{}, Interval: -1}}
+	runToSync(t, NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, opts), pods, nil) // writes the snapshot
+	for range 3 {
+		peak, steady := warmStartHeap(t, srv, opts, pods)
+		t.Logf("warm start of %d pods: steady %6.1f MB (%5.0f B each), peak %6.1f MB: %.3fx steady",
+			pods, mb(steady), float64(steady)/float64(pods), mb(peak), float64(peak)/float64(steady))
+	}
+}
+
+// warmStartHeap starts an informer warm and returns the highest live heap
+// sampled until its handler synced, and the live heap once synced, both
+// beyond what was live before.
+func warmStartHeap(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptions, pods int) (peak, steady uint64) {
+	gogc, err := strconv.Atoi(os.Getenv("RESTART_PEAK_GOGC"))
+	if err != nil {
+		gogc = 10
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(gogc))
+	base := liveHeapMetric(true)
+	profile := os.Getenv("RESTART_PEAK_PROFILE")
+	if profile != "" {
+		writeLookupHeapProfile(t, profile+".base")
+	}
+	inf := NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, opts)
+	stop := sampleLiveHeap(t, profile)
+	runToSync(t, inf, pods, func() {
+		peak = stop()
+		steady = liveHeapMetric(true)
+		if profile != "" {
+			writeLookupHeapProfile(t, profile+".steady")
+		}
+	})
+	return max(peak, steady) - base, steady - base
+}
+
+// runToSync runs inf until its handler has every initial add, calls synced
+// (when not nil) while it still runs, then stops it.
+func runToSync(t *testing.T, inf SharedIndexInformer, pods int, synced func()) {
+	adds := 0
+	reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(any) { adds++ }})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	require.True(t, WaitForCacheSync(ctx.Done(), inf.HasSynced, reg.HasSynced))
+	if synced != nil {
+		synced()
+	}
+	cancel()
+	<-done
+	require.Equal(t, pods, adds)
+}
+
+// liveHeapMetric reads /gc/heap/live:bytes, after a collection when gc.
+func liveHeapMetric(gc bool) uint64 {
+	if gc {
+		runtime.GC()
+	}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// sampleLiveHeap samples the live heap every 2 ms until the returned stop,
+// which returns the highest sample. When profile is named, each new high
+// collects again and writes there the heap profile of that collection (a
+// profile read without one can be two collections old).
+func sampleLiveHeap(t *testing.T, profile string) (stop func() uint64) {
+	var (
+		wg   sync.WaitGroup
+		peak uint64
+	)
+	quit := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if h := liveHeapMetric(false); h > peak {
+				peak = h
+				if profile != "" {
+					runtime.GC()
+					peak = max(peak, liveHeapMetric(false))
+					writeLookupHeapProfile(t, profile)
+				}
+			}
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(quit)
+		wg.Wait()
+		return peak
+	}
+}
+
+// writeLookupHeapProfile writes the heap profile to file, without a
+// collection of its own.
+func writeLookupHeapProfile(t *testing.T, file string) {
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
+}
+
+// hotObjectsEnv is CompactOptions.HotObjects from RESTART_PEAK_HOT (the
+// default when unset; -1 turns the hot cache off).
+func hotObjectsEnv() int {
+	n, _ := strconv.Atoi(os.Getenv("RESTART_PEAK_HOT"))
+	return n
+}
