@@ -154,9 +154,12 @@ func writeLookupHeapProfile(t *testing.T, file string) {
 	require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
 }
 
-// hotObjectsEnv is CompactOptions.HotObjects from RESTART_PEAK_HOT (the
-// default when unset; -1 turns the hot cache off).
+// hotObjectsEnv is CompactOptions.HotObjects from RESTART_PEAK_HOT,
+// DefaultHotObjects when unset (0 turns the hot cache off).
 func hotObjectsEnv() int {
-	n, _ := strconv.Atoi(os.Getenv("RESTART_PEAK_HOT"))
+	n, err := strconv.Atoi(os.Getenv("RESTART_PEAK_HOT"))
+	if err != nil {
+		return DefaultHotObjects
+	}
 	return n
 }
