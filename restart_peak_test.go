@@ -22,19 +22,22 @@ import (
 
 // TestWarmRestartPeak measures the live heap of a compact informer (default
 // hot cache, namespace index) starting warm from a snapshot of
-// RESTART_PEAK_PODS fixture pods on the fake server, as the real-server
-// harness does: /gc/heap/live:bytes sampled every 2 ms from the start until
-// the handler's registration has synced, over the same metric after a
-// forced collection once synced, both less what was live before the start.
+// RESTART_PEAK_PODS fixture pods on the fake server, and cold beside it,
+// two ways. Sampled, as the real-server harness does: /gc/heap/live:bytes
+// read every 2 ms from the start until the handler's registration has
+// synced. Paused: the handler collects and reads it every eighth of the
+// adds (see startHeap). Each peak is over the same metric after a forced
+// collection once synced, both less what was live before the start.
+//
 // The fake server's objects, live throughout, would put off every
 // collection of a 20k start at the default GOGC, so the start runs at
 // GOGC=RESTART_PEAK_GOGC (10 when unset): collections come more often than
-// in a process holding only the informer, which finds the peak as high or
-// higher. RESTART_PEAK_HOT sets CompactOptions.HotObjects.
-// RESTART_PEAK_PROFILE names a file that gets the heap profile published
-// by the collection of the highest sample, and that file with ".base"
-// appended the profile before the start. Skipped when unset (20k pods
-// take about a minute); run it without -race:
+// in a process holding only the informer. RESTART_PEAK_HOT sets
+// CompactOptions.HotObjects. RESTART_PEAK_PROFILE names a file that gets
+// the heap profile of the highest sample (sampled runs), with ".base" and
+// ".steady" appended those before the start and once synced. Skipped when
+// RESTART_PEAK_PODS is unset (20k pods take about three minutes); run it
+// without -race:
 //
 //	RESTART_PEAK_PODS=20000 go test -run TestWarmRestartPeak -v -count=1 .
 func TestWarmRestartPeak(t *testing.T) {
@@ -45,18 +48,31 @@ func TestWarmRestartPeak(t *testing.T) {
 	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, Objects: fixtures.Objects(fixtures.Pods(29, pods))})
 	opts := SharedIndexInformerOptions{Indexers: Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, Compact: &CompactOptions{HotObjects: hotObjectsEnv()},
 		Snapshot: &SnapshotOptions{Path: filepath.Join(t.TempDir(), "pods.snap"), Scope: &SnapshotScope{}, Interval: -1}}
-	runToSync(t, NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, opts), pods, nil) // writes the snapshot
-	for range 3 {
-		peak, steady := warmStartHeap(t, srv, opts, pods)
-		t.Logf("warm start of %d pods: steady %6.1f MB (%5.0f B each), peak %6.1f MB: %.3fx steady",
-			pods, mb(steady), float64(steady)/float64(pods), mb(peak), float64(peak)/float64(steady))
+	runToSync(t, NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, opts), pods, nil, nil) // writes the snapshot
+	cold := opts
+	cold.Snapshot = nil
+	for _, start := range []struct {
+		name string
+		opts SharedIndexInformerOptions
+	}{{"warm", opts}, {"cold", cold}} {
+		for _, paused := range []bool{false, true} {
+			for range 3 {
+				peak, steady := startHeap(t, srv, start.opts, pods, paused)
+				t.Logf("%s start of %d pods, paused %-5v: steady %6.1f MB (%5.0f B each), peak %6.1f MB: %.3fx steady",
+					start.name, pods, paused, mb(steady), float64(steady)/float64(pods), mb(peak), float64(peak)/float64(steady))
+			}
+		}
 	}
 }
 
-// warmStartHeap starts an informer warm and returns the highest live heap
+// startHeap starts an informer (warm when opts take snapshots) and returns the highest live heap
 // sampled until its handler synced, and the live heap once synced, both
-// beyond what was live before.
-func warmStartHeap(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptions, pods int) (peak, steady uint64) {
+// beyond what was live before. When paused, the samples are taken instead
+// by the handler itself, with a collection, every eighth of the adds: its
+// listener, which decodes the adds, is then stopped, so the sample is what
+// is reachable, without the garbage a collection counts as live when it
+// is allocated while the collection marks.
+func startHeap(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptions, pods int, paused bool) (peak, steady uint64) {
 	gogc, err := strconv.Atoi(os.Getenv("RESTART_PEAK_GOGC"))
 	if err != nil {
 		gogc = 10
@@ -68,8 +84,12 @@ func warmStartHeap(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptio
 		writeLookupHeapProfile(t, profile+".base")
 	}
 	inf := NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, opts)
-	stop := sampleLiveHeap(t, profile)
-	runToSync(t, inf, pods, func() {
+	stop := func() uint64 { return peak }
+	sample := func() { peak = max(peak, liveHeapMetric(true)) }
+	if !paused {
+		stop, sample = sampleLiveHeap(t, profile), nil
+	}
+	runToSync(t, inf, pods, sample, func() {
 		peak = stop()
 		steady = liveHeapMetric(true)
 		if profile != "" {
@@ -80,10 +100,15 @@ func warmStartHeap(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptio
 }
 
 // runToSync runs inf until its handler has every initial add, calls synced
-// (when not nil) while it still runs, then stops it.
-func runToSync(t *testing.T, inf SharedIndexInformer, pods int, synced func()) {
+// (when not nil) while it still runs, then stops it. The handler calls
+// sample (when not nil) every eighth of the adds.
+func runToSync(t *testing.T, inf SharedIndexInformer, pods int, sample, synced func()) {
 	adds := 0
-	reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(any) { adds++ }})
+	reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(any) {
+		if adds++; sample != nil && adds%max(pods/8, 1) == 0 {
+			sample()
+		}
+	}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
