@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,9 +66,9 @@ func TestWarmRestartPeak(t *testing.T) {
 	}
 }
 
-// startHeap starts an informer (warm when opts take snapshots) and returns the highest live heap
-// sampled until its handler synced, and the live heap once synced, both
-// beyond what was live before. When paused, the samples are taken instead
+// startHeap starts an informer (warm when opts take snapshots) and returns
+// the highest live heap sampled until its handler synced, and the live
+// heap once synced, both beyond what was live before. When paused, the samples are taken instead
 // by the handler itself, with a collection, every eighth of the adds: its
 // listener, which decodes the adds, is then stopped, so the sample is what
 // is reachable, without the garbage a collection counts as live when it
@@ -84,8 +85,9 @@ func startHeap(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptions, 
 		writeLookupHeapProfile(t, profile+".base")
 	}
 	inf := NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, opts)
-	stop := func() uint64 { return peak }
-	sample := func() { peak = max(peak, liveHeapMetric(true)) }
+	var held atomic.Uint64 // written by the listener's goroutine
+	stop := held.Load
+	sample := func() { held.Store(max(held.Load(), liveHeapMetric(true))) }
 	if !paused {
 		stop, sample = sampleLiveHeap(t, profile), nil
 	}
@@ -103,9 +105,9 @@ func startHeap(t *testing.T, srv *fake.Server, opts SharedIndexInformerOptions, 
 // (when not nil) while it still runs, then stops it. The handler calls
 // sample (when not nil) every eighth of the adds.
 func runToSync(t *testing.T, inf SharedIndexInformer, pods int, sample, synced func()) {
-	adds := 0
+	var adds atomic.Int64
 	reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(any) {
-		if adds++; sample != nil && adds%max(pods/8, 1) == 0 {
+		if n := adds.Add(1); sample != nil && n%int64(max(pods/8, 1)) == 0 {
 			sample()
 		}
 	}})
@@ -119,7 +121,7 @@ func runToSync(t *testing.T, inf SharedIndexInformer, pods int, sample, synced f
 	}
 	cancel()
 	<-done
-	require.Equal(t, pods, adds)
+	require.Equal(t, int64(pods), adds.Load())
 }
 
 // liveHeapMetric reads /gc/heap/live:bytes, after a collection when gc.
