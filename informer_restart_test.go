@@ -214,6 +214,20 @@ func snapshotOptions(path string, compactStore bool) SharedIndexInformerOptions 
 	return o
 }
 
+// savedWithThreePods creates pods a, b and c on srv, runs an informer with
+// a snapshot until it stops (its file saved) and returns the file's path
+// and the options that restart from it.
+func savedWithThreePods(t *testing.T, srv *fake.Server, compactStore bool) (string, SharedIndexInformerOptions) {
+	t.Helper()
+	for _, n := range []string{"a", "b", "c"} {
+		must(t)(srv.Create(labeledPod(n, "1")))
+	}
+	path := filepath.Join(t.TempDir(), "pods.snap")
+	opts := snapshotOptions(path, compactStore)
+	startWithSnapshot(t, srv, opts).stop()
+	return path, opts
+}
+
 // podLabelIndex indexes pods by their "v" label, an index a snapshot frames.
 func podLabelIndex(obj any) ([]string, error) {
 	return []string{obj.(*v1.Pod).Labels["v"]}, nil
@@ -339,12 +353,7 @@ func TestWarmRestartFallbacks(t *testing.T) {
 
 func testFallback(t *testing.T, compactStore bool, reason string, down func(*testing.T, *fake.Server, string, *SharedIndexInformerOptions) *fake.Server) {
 	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, WatchListUnsupported: true})
-	for _, n := range []string{"a", "b", "c"} {
-		must(t)(srv.Create(labeledPod(n, "1")))
-	}
-	path := filepath.Join(t.TempDir(), "pods.snap")
-	opts := snapshotOptions(path, compactStore)
-	startWithSnapshot(t, srv, opts).stop()
+	path, opts := savedWithThreePods(t, srv, compactStore)
 	must(t)(srv.Update(labeledPod("a", "2")))
 	must(t)(srv.Delete("ns", "b"))
 	srv = down(t, srv, path, &opts)
@@ -848,12 +857,7 @@ func TestStopSyncsTheJournalWithinItsBound(t *testing.T) {
 func testStopWithJournal(t *testing.T, compactStore bool, running int) {
 	srv := fake.MustNew(fake.Options{Object: &v1.Pod{}})
 	seedPods(t, srv, 40)
-	for _, n := range []string{"a", "b", "c"} {
-		must(t)(srv.Create(labeledPod(n, "1")))
-	}
-	path := filepath.Join(t.TempDir(), "pods.snap")
-	opts := snapshotOptions(path, compactStore)
-	startWithSnapshot(t, srv, opts).stop()
+	path, opts := savedWithThreePods(t, srv, compactStore)
 	saved := snapshotHeader(t, path)
 
 	must(t)(srv.Update(labeledPod("a", "2")))
@@ -903,12 +907,7 @@ func TestCrashAfterAWarmStartResumesWarm(t *testing.T) {
 		t.Run(fmt.Sprintf("compact=%v", compactStore), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := fake.MustNew(fake.Options{Object: &v1.Pod{}, HistorySize: 4})
-				for _, n := range []string{"a", "b", "c"} {
-					must(t)(srv.Create(labeledPod(n, "1")))
-				}
-				path := filepath.Join(t.TempDir(), "pods.snap")
-				opts := snapshotOptions(path, compactStore)
-				startWithSnapshot(t, srv, opts).stop()
+				path, opts := savedWithThreePods(t, srv, compactStore)
 				must(t)(srv.Update(labeledPod("a", "2")))
 				warm := startWithSnapshot(t, srv, opts)
 				require.Equal(t, []string{RestartSynced}, warm.metrics.outcomes)
