@@ -1,9 +1,9 @@
 package snapshot
 
 import (
-	"errors"
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
