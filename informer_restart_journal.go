@@ -322,7 +322,7 @@ func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged 
 	defer j.Close()
 	rv := h.ResourceVersion
 	framed := framedIndexes(set)
-	for {
+	for i := 0; ; i++ {
 		c, err := j.Next()
 		if err == io.EOF {
 			r.continueJournal(logger, h, j, set)
@@ -336,7 +336,7 @@ func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged 
 			key := string(c.Key)
 			obj, err := r.store.loadRecord(key, c.Value, set, framed)
 			if err != nil {
-				return "", &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("journal record %q", key), Err: err}
+				return "", undecodable("journal change", i, err)
 			}
 			staged[key] = obj
 		case snapshot.Delete:

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/snapshot"
@@ -228,7 +229,7 @@ func cutBytes(b []byte) (field, rest []byte, ok bool) {
 func (st *snapshotStore) read(r *snapshot.Reader, staged map[string]any) (string, error) {
 	set := st.c.storage.indexers.Load()
 	framed := framedIndexes(set)
-	for {
+	for i := 0; ; i++ {
 		key, value, err := r.Next()
 		if err == io.EOF {
 			return r.Header().ResourceVersion, nil
@@ -239,10 +240,37 @@ func (st *snapshotStore) read(r *snapshot.Reader, staged map[string]any) (string
 		k := string(key)
 		obj, err := st.loadRecord(k, value, set, framed)
 		if err != nil {
-			return "", &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("record %q", k), Err: err}
+			return "", undecodable("record", i, err)
 		}
 		staged[k] = obj
 	}
+}
+
+// undecodable is the error of the i-th record or change (what) that does
+// not decode. It names neither the record's key nor the decoder's error,
+// whose texts may quote the file's bytes: read before the checksum that
+// would tell a damaged file, a "key" may be any of its bytes.
+func undecodable(what string, i int, err error) error {
+	return &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("%s %d does not decode (%T)", what, i, err)}
+}
+
+// identityOf returns the UID and resourceVersion of a staged value (a
+// compact store's preheld encoding, decoded for the purpose, or an
+// object).
+func (st *snapshotStore) identityOf(held any) (uid types.UID, rv string, err error) {
+	if p, ok := held.(preheld); ok {
+		held = p.held
+	}
+	if e, ok := held.(compact.Encoding); ok {
+		if held, err = st.codec.Decode(e); err != nil {
+			return "", "", err
+		}
+	}
+	m, err := accessor(held)
+	if err != nil {
+		return "", "", err
+	}
+	return m.GetUID(), m.GetResourceVersion(), nil
 }
 
 // loadRecord turns one value into what staged keeps for key.

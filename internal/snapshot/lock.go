@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"errors"
+	"fmt"
 	"os"
 )
 
@@ -42,7 +43,7 @@ func TryLock(path string) (*Lock, error) {
 	if err != nil {
 		f.Close()
 		if errors.Is(err, ErrLocked) {
-			return nil, &Error{Reason: IOReason, Path: name, Err: ErrLocked}
+			return nil, fmt.Errorf("%s: %w", name, ErrLocked)
 		}
 		return nil, err
 	}
