@@ -90,6 +90,11 @@ func contentID(content []byte) uint32 {
 func newDictionary(id uint32, content []byte) (*Dictionary, error) {
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderDictRaw(id, content),
+		// The default window (8 MiB) costs ~5 MB of encoder state per
+		// Dictionary; objects are far smaller, and a window twice the
+		// dictionary costs ~0.5 MB.
+		zstd.WithWindowSize(windowFor(len(content))),
+		zstd.WithLowerEncoderMem(true),
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderCRC(false),     // the cache's bytes are in memory, not on a wire
 		zstd.WithEncoderConcurrency(1), // compression is one background worker's
@@ -101,13 +106,23 @@ func newDictionary(id uint32, content []byte) (*Dictionary, error) {
 	}
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderDictRaw(id, content),
-		zstd.WithDecoderConcurrency(0), // as many reads at once as processors
+		// The default, min(4, GOMAXPROCS) decodes at once, ~30 KB each.
 		zstd.WithDecoderMaxMemory(maxDecoded))
 	if err != nil {
 		enc.Close()
 		return nil, fmt.Errorf("coldtier: %w", err)
 	}
 	return &Dictionary{id: id, content: content, enc: enc, dec: dec}, nil
+}
+
+// windowFor is the encoder's window for a dictionary of n bytes: a power
+// of two at least twice n and at least 128 KiB.
+func windowFor(n int) int {
+	w := 128 << 10
+	for w < 2*n {
+		w *= 2
+	}
+	return w
 }
 
 // Load returns the Dictionary whose Bytes are data, to decompress records

@@ -82,11 +82,13 @@ func TestAppendsToDst(t *testing.T) {
 
 func TestEmptyAndIncompressible(t *testing.T) {
 	d, _ := trained(t, true)
-	noise := make([]byte, 5000)
+	noise := make([]byte, 1<<20)
 	for i := range noise {
-		noise[i] = byte(i*7919 + i*i*31)
+		noise[i] = byte(i*7919 + i*i*31 + i>>7)
 	}
-	for _, src := range [][]byte{nil, {}, noise} {
+	// Larger than the encoder's window: 60 pods in one.
+	large := bytes.Join(otherPods()[0], nil)
+	for _, src := range [][]byte{nil, {}, noise[:5000], noise, large} {
 		rec := d.Compress(nil, src)
 		assert.LessOrEqual(t, len(rec), MaxRecordLen(len(src)))
 		back, err := d.Decompress(nil, rec)
