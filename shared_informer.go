@@ -142,6 +142,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		metrics:       options.HandlerMetricsProvider,
 		id:            options.Identifier,
 	})
+	observeInformerState(s)
 	return s
 }
 
