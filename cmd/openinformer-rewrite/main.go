@@ -19,9 +19,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"go/format"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +44,7 @@ func main() {
 	if *cacheOnly {
 		paths = map[string]string{"k8s.io/client-go/tools/cache": importmap.Paths["k8s.io/client-go/tools/cache"]}
 	}
-	changed, err := run(flag.Args(), paths, *list || *check, os.Stdout)
+	changed, err := run(flag.Args(), paths, *list || *check, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "openinformer-rewrite:", err)
 		os.Exit(2)
@@ -49,9 +54,20 @@ func main() {
 	}
 }
 
+// rewrite is one file's new content.
+type rewrite struct {
+	file string
+	src  []byte
+	mode os.FileMode
+}
+
 // run rewrites (or, with dryRun, lists) the files of the packages patterns
 // match, printing each changed file's name, and returns how many changed.
-func run(patterns []string, paths map[string]string, dryRun bool, out io.Writer) (int, error) {
+// It writes nothing when a file would no longer compile after the swap
+// (see clientGoConstructors); the error then names each such line. Notes
+// (informers that stay client-go's, informer-gen output too old for the
+// factory options) go to notes.
+func run(patterns []string, paths map[string]string, dryRun bool, out, notes io.Writer) (int, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
@@ -59,24 +75,34 @@ func run(patterns []string, paths map[string]string, dryRun bool, out io.Writer)
 	if err != nil {
 		return 0, err
 	}
-	changed := 0
+	var rewrites []rewrite
+	var conflicts []string
 	for _, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		rs, found, err := rewriteDir(dir, paths)
 		if err != nil {
-			return changed, err
+			return 0, err
 		}
-		for _, file := range files {
-			ok, err := rewriteFile(file, paths, dryRun)
-			if err != nil {
-				return changed, err
-			}
-			if ok {
-				changed++
-				fmt.Fprintln(out, file)
+		rewrites = append(rewrites, rs...)
+		for _, f := range found {
+			if f.conflict {
+				conflicts = append(conflicts, f.String())
+			} else {
+				fmt.Fprintln(notes, f)
 			}
 		}
 	}
-	return changed, nil
+	if len(conflicts) > 0 {
+		return 0, fmt.Errorf("nothing rewritten: %d line(s) would not compile after the swap; change them first:\n%s", len(conflicts), strings.Join(conflicts, "\n"))
+	}
+	for _, r := range rewrites {
+		fmt.Fprintln(out, r.file)
+		if !dryRun {
+			if err := os.WriteFile(r.file, r.src, r.mode); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(rewrites), nil
 }
 
 // packageDirs asks the go command for the directories of the packages
@@ -92,18 +118,94 @@ func packageDirs(patterns []string) ([]string, error) {
 	return strings.Fields(string(b)), nil
 }
 
-func rewriteFile(file string, paths map[string]string, dryRun bool) (bool, error) {
+// rewriteDir returns the files of dir that change, the generated factory
+// options file included when dir holds informer-gen's factory or
+// internalinterfaces, and the calls of client-go's generated constructors.
+func rewriteDir(dir string, paths map[string]string) ([]rewrite, []finding, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var rewrites []rewrite
+	var found []finding
+	var gen genPackage
+	for _, file := range files {
+		r, pkg, f, err := rewriteFile(file, paths)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if r != nil {
+			rewrites = append(rewrites, *r)
+		}
+		found = append(found, f...)
+		gen = merge(gen, pkg)
+	}
+	if gen.Old {
+		found = append(found, finding{pos: token.Position{Filename: dir}, call: "informer-gen output older than k8s.io/code-generator v0.37 (no InformerOptions): its imports are swapped, but its factory gets openinformer's options (WithInformerOptions, WithSnapshots, WithShard) only once regenerated with code-generator v0.37 or later"})
+	}
+	if (gen.Factory || gen.Internal) && !gen.Old {
+		r, err := ensureFile(filepath.Join(dir, optionsFile), optionsSource(gen))
+		if r != nil {
+			rewrites = append(rewrites, *r)
+		}
+		return rewrites, found, err
+	}
+	return rewrites, found, nil
+}
+
+func merge(a, b genPackage) genPackage {
+	if b.Name != "" {
+		a.Name = b.Name
+	}
+	a.Factory = a.Factory || b.Factory
+	a.HasShardSelector = a.HasShardSelector || b.HasShardSelector
+	a.Internal = a.Internal || b.Internal
+	a.Old = a.Old || b.Old
+	return a
+}
+
+// ensureFile returns the rewrite that makes file hold src, nil if it does.
+func ensureFile(file string, src []byte) (*rewrite, error) {
+	old, err := os.ReadFile(file)
+	if err == nil && bytes.Equal(old, src) {
+		return nil, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return &rewrite{file: file, src: src, mode: 0o644}, nil
+}
+
+// rewriteFile returns file's rewrite (nil when nothing changes), what it
+// says about an informer-gen package, and its calls of client-go's
+// generated constructors.
+func rewriteFile(file string, paths map[string]string) (*rewrite, genPackage, []finding, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
-		return false, err
+		return nil, genPackage{}, nil, err
 	}
-	dst, changed, err := importmap.Rewrite(file, src, paths)
-	if err != nil || !changed || dryRun {
-		return changed, err
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, genPackage{}, nil, err
+	}
+	found := clientGoConstructors(fset, f)
+	edited, pkg, err := addFactoryOptions(file, src)
+	if err != nil {
+		return nil, pkg, nil, err
+	}
+	dst, changed, err := importmap.Rewrite(file, edited, paths)
+	if err != nil || (!changed && bytes.Equal(edited, src)) {
+		return nil, pkg, found, err
+	}
+	if !changed {
+		if dst, err = format.Source(edited); err != nil {
+			return nil, pkg, nil, err
+		}
 	}
 	info, err := os.Stat(file)
 	if err != nil {
-		return false, err
+		return nil, pkg, nil, err
 	}
-	return true, os.WriteFile(file, dst, info.Mode())
+	return &rewrite{file: file, src: dst, mode: info.Mode()}, pkg, found, nil
 }
