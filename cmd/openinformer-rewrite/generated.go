@@ -7,7 +7,6 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -67,13 +66,7 @@ func addFactoryOptions(filename string, src []byte) ([]byte, genPackage, error) 
 	if len(edits) == 0 {
 		return src, pkg, nil
 	}
-	out := slices.Clone(src)
-	slices.SortFunc(edits, func(a, b edit) int { return int(b.off - a.off) })
-	for _, e := range edits {
-		off, end := fset.Position(e.off).Offset, fset.Position(e.end).Offset
-		out = slices.Concat(out[:off], []byte(e.text), out[end:])
-	}
-	return out, pkg, nil
+	return splice(fset, src, edits), pkg, nil
 }
 
 // structEdits adds the options field to the generated factory's struct and

@@ -198,10 +198,13 @@ func rewriteFile(file string, paths map[string]string) (*rewrite, genPackage, []
 	if err != nil || (!changed && bytes.Equal(edited, src)) {
 		return nil, pkg, found, err
 	}
-	if !changed {
-		if dst, err = format.Source(edited); err != nil {
+	if cacheName := importName(f, func(p string) bool { return p == clientGoCache }); changed && cacheName != "" && paths[clientGoCache] != "" {
+		if dst, err = watchErrorHandlers(file, dst, cacheName); err != nil {
 			return nil, pkg, nil, err
 		}
+	}
+	if dst, err = format.Source(dst); err != nil {
+		return nil, pkg, nil, err
 	}
 	info, err := os.Stat(file)
 	if err != nil {
