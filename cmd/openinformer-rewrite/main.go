@@ -2,19 +2,33 @@
 // openinformer's in Go source: k8s.io/client-go/tools/cache becomes
 // github.com/openinformer/cache, and client-go's informers,
 // dynamic/dynamicinformer and metadata/metadatainformer factories become
-// openinformer's (same package names, so no other line changes).
+// openinformer's (same package names, so no other line changes). Run it in
+// a module that requires github.com/openinformer/cache (README, Install),
+// then go mod tidy:
 //
-// Its main use is code generated for custom resources: informer-gen's
-// output builds its informers with client-go's tools/cache, which no
-// import swap elsewhere reaches. Run it after every generation:
+//	go run github.com/openinformer/cache/cmd/openinformer-rewrite ./...
 //
-//	go run github.com/openinformer/cache/cmd/openinformer-rewrite@latest ./pkg/generated/...
+// Arguments are package patterns as the go command takes them; every .go
+// file of the matched packages, tests included, is rewritten in place. -l
+// only lists the files that would change and -check exits 1 if there are
+// any (for CI, after generation). -cache-only rewrites tools/cache alone.
 //
-// Arguments are package patterns as the go command takes them (run it in
-// the module that holds them); every .go file of the matched packages,
-// tests included, is rewritten in place. -l only lists the files that
-// would change and -check exits 1 if there are any (for CI, after
-// generation). -cache-only rewrites tools/cache alone.
+// Besides the imports it changes what would otherwise stop compiling or
+// stay client-go's:
+//
+//   - Code informer-gen generated for your own resources: its factory gets
+//     openinformer's options (WithInformerOptions, WithSnapshots, WithShard
+//     and, unless client-go v0.38's informer-gen gave it one,
+//     WithShardSelector) in a file openinformer.go beside it, and its
+//     constructors build with them (see package informers/genfactory). Run
+//     it after every generation, and with -check in CI.
+//   - Watch error handlers: a signature taking *cache.Reflector and an error
+//     keeps client-go's Reflector, imported as clientcache.
+//   - Calls of client-go's generated per-resource constructors
+//     (coreinformers.NewPodInformer and the like) build client-go's
+//     informers whatever the imports; each is printed. One that passes an
+//     InformerName would no longer compile after the swap, so the command
+//     then writes nothing and prints each such line with what to do.
 package main
 
 import (
@@ -34,6 +48,9 @@ import (
 
 	"github.com/openinformer/cache/internal/importmap"
 )
+
+// module is openinformer's module path, which rewritten code imports.
+const module = "github.com/openinformer/cache"
 
 func main() {
 	list := flag.Bool("l", false, "list the files that would change; change nothing")
@@ -71,6 +88,9 @@ func run(patterns []string, paths map[string]string, dryRun bool, out, notes io.
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
+	if err := requiresOpenInformer(); err != nil {
+		return 0, err
+	}
 	dirs, err := packageDirs(patterns)
 	if err != nil {
 		return 0, err
@@ -102,7 +122,24 @@ func run(patterns []string, paths map[string]string, dryRun bool, out, notes io.
 			}
 		}
 	}
+	if len(rewrites) > 0 && !dryRun {
+		fmt.Fprintf(notes, "rewrote %d files; now run go mod tidy and go build ./...\n", len(rewrites))
+	}
 	return len(rewrites), nil
+}
+
+// requiresOpenInformer fails, saying what to do, unless the module in the
+// current directory requires openinformer: the rewritten code would not
+// build.
+func requiresOpenInformer() error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).CombinedOutput()
+	if err == nil && strings.TrimSpace(string(out)) != "" {
+		return nil
+	}
+	return fmt.Errorf("the module in this directory does not require %s (go list -m: %s).\n"+
+		"No release is tagged yet (go get answers 403), so require it from a clone of the repository, then run this command again and go mod tidy after it:\n"+
+		"\tgo mod edit -require=%s@v0.0.0 -replace=%s=/path/to/openinformer",
+		module, strings.TrimSpace(string(out)), module, module)
 }
 
 // packageDirs asks the go command for the directories of the packages
@@ -113,7 +150,7 @@ func packageDirs(patterns []string) ([]string, error) {
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list %s: %v: %s", strings.Join(patterns, " "), err, stderr.String())
+		return nil, fmt.Errorf("go list %s: %v: %s(run this command in the module that holds the packages)", strings.Join(patterns, " "), err, stderr.String())
 	}
 	return strings.Fields(string(b)), nil
 }
