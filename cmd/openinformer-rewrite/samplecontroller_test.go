@@ -43,7 +43,8 @@ func TestGeneratedFactoryTakesOpenInformerOptions(t *testing.T) {
 		"resync: 1m0s, namespace index: true",
 		"snapshot: samplecontroller.k8s.io_v1alpha1_foos-*.snap version v1",
 		"shard selector: true",
-		"shards: 3 objects, none in both",
+		"compact factory synced: true [default/d1]",
+		"shards: 4 objects, none in both",
 		"",
 	}, "\n")
 	if out := goOut(t, mod, "run", "."); out+"\n" != want {
@@ -115,6 +116,7 @@ import (
 	"time"
 
 	foov1alpha1 "example.com/sc/pkg/apis/samplecontroller/v1alpha1"
+	"example.com/sc/pkg/generated/clientset/versioned"
 	"example.com/sc/pkg/generated/clientset/versioned/fake"
 	informers "example.com/sc/pkg/generated/informers/externalversions"
 	"github.com/go-logr/logr"
@@ -131,11 +133,22 @@ func foo(ns, name, app string) runtime.Object {
 	return &foov1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}}
 }
 
+// newFooFactory builds sample-controller's generated factory with openinformer's options.
+func newFooFactory(client versioned.Interface, dir string) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute,
+		informers.WithNamespace("default"),
+		informers.WithSnapshots(dir, "v1"),
+		informers.WithInformerOptions(func(obj runtime.Object, opts *cache.SharedIndexInformerOptions) {
+			opts.Compact = &cache.CompactOptions{}
+			opts.StripManagedFields = true
+		}))
+}
+
 func main() {
 	klog.SetLogger(logr.Discard()) // the shards' mode lines
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client := fake.NewClientset(foo("a", "x1", "x"), foo("a", "y1", "y"), foo("b", "x2", "x"))
+	client := fake.NewClientset(foo("a", "x1", "x"), foo("a", "y1", "y"), foo("b", "x2", "x"), foo("default", "d1", "x"))
 	name, err := cache.NewInformerName("sample-test")
 	if err != nil {
 		panic(err)
@@ -178,7 +191,20 @@ func main() {
 	fmt.Println("shard selector:", seen.ShardSelector != nil)
 	cancel()
 	factory.Shutdown()
+	compact(client, dir)
 	shards(client)
+}
+
+// compact runs the README's factory: its informer caches compact Foos.
+func compact(client *fake.Clientset, dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	factory := newFooFactory(client, dir)
+	foos := factory.Samplecontroller().V1alpha1().Foos().Informer()
+	factory.StartWithContext(ctx)
+	fmt.Println("compact factory synced:", factory.WaitForCacheSyncWithContext(ctx).AsError() == nil, foos.GetStore().ListKeys())
+	cancel()
+	factory.Shutdown()
 }
 
 // shards runs the factory on each half of the Foos: each caches its own.
