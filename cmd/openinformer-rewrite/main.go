@@ -179,7 +179,7 @@ func rewriteDir(dir string, paths map[string]string) ([]rewrite, []finding, erro
 		gen = merge(gen, pkg)
 	}
 	if gen.Old {
-		found = append(found, finding{pos: token.Position{Filename: dir}, call: "informer-gen output older than k8s.io/code-generator v0.37 (no InformerOptions): its imports are swapped, but its factory gets openinformer's options (WithInformerOptions, WithSnapshots, WithShard) only once regenerated with code-generator v0.37 or later"})
+		found = append(found, finding{pos: token.Position{Filename: dir}, note: "informer-gen output older than k8s.io/code-generator v0.37 (no InformerOptions): its imports are swapped, but its factory gets openinformer's options (WithInformerOptions, WithSnapshots, WithShard) only once regenerated with code-generator v0.37 or later"})
 	}
 	if (gen.Factory || gen.Internal) && !gen.Old {
 		r, err := ensureFile(filepath.Join(dir, optionsFile), optionsSource(gen))
