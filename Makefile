@@ -175,3 +175,10 @@ realserver-restart:
 		&& $(GO) build -o bin/realserver-bench . \
 		&& ./bin/realserver-bench -mode restart -apiserver bin/kube-apiserver -pods $(or $(PODS),100000) \
 		-rounds $(if $(filter file,$(origin ROUNDS)),2,$(ROUNDS)) -rate $(or $(RATE),100)
+
+## readme-install: follow README's Install and Migrating literally in a new
+## module that uses client-go, the Prometheus adapter and informer-gen output
+## (needs git and the module proxy; used by CI).
+.PHONY: readme-install
+readme-install:
+	.ci/readme-install.sh

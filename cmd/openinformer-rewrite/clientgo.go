@@ -25,9 +25,14 @@ type finding struct {
 	pos      token.Position
 	call     string
 	conflict bool
+	// note, when set, is said instead (about a package, not a call).
+	note string
 }
 
 func (f finding) String() string {
+	if f.note != "" {
+		return f.pos.Filename + ": " + f.note
+	}
 	if !f.conflict {
 		return fmt.Sprintf("%s: %s builds client-go's informer, not openinformer's (client-go's generated constructor; get it from a factory, or build it with cache.NewSharedIndexInformerWithOptions)", f.pos, f.call)
 	}

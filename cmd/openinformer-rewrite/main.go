@@ -36,6 +36,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
 	"go/format"
 	"go/parser"
 	"go/token"
@@ -132,7 +133,7 @@ func run(patterns []string, paths map[string]string, dryRun bool, out, notes io.
 // current directory requires openinformer: the rewritten code would not
 // build.
 func requiresOpenInformer() error {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).CombinedOutput()
+	out, err := exec.Command("go", "list", "-mod=mod", "-m", "-f", "{{.Dir}}", module).CombinedOutput()
 	if err == nil && strings.TrimSpace(string(out)) != "" {
 		return nil
 	}
@@ -145,7 +146,7 @@ func requiresOpenInformer() error {
 // packageDirs asks the go command for the directories of the packages
 // patterns match; build errors in those packages do not matter here.
 func packageDirs(patterns []string) ([]string, error) {
-	cmd := exec.Command("go", append([]string{"list", "-e", "-f", "{{.Dir}}"}, patterns...)...)
+	cmd := exec.Command("go", append([]string{"list", "-e", "-mod=mod", "-find", "-f", "{{.Dir}}"}, patterns...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
@@ -178,7 +179,7 @@ func rewriteDir(dir string, paths map[string]string) ([]rewrite, []finding, erro
 		gen = merge(gen, pkg)
 	}
 	if gen.Old {
-		found = append(found, finding{pos: token.Position{Filename: dir}, call: "informer-gen output older than k8s.io/code-generator v0.37 (no InformerOptions): its imports are swapped, but its factory gets openinformer's options (WithInformerOptions, WithSnapshots, WithShard) only once regenerated with code-generator v0.37 or later"})
+		found = append(found, finding{pos: token.Position{Filename: dir}, note: "informer-gen output older than k8s.io/code-generator v0.37 (no InformerOptions): its imports are swapped, but its factory gets openinformer's options (WithInformerOptions, WithSnapshots, WithShard) only once regenerated with code-generator v0.37 or later"})
 	}
 	if (gen.Factory || gen.Internal) && !gen.Old {
 		r, err := ensureFile(filepath.Join(dir, optionsFile), optionsSource(gen))
@@ -231,6 +232,7 @@ func rewriteFile(file string, paths map[string]string) (*rewrite, genPackage, []
 	if err != nil {
 		return nil, pkg, nil, err
 	}
+	paths = keptImports(f, paths)
 	dst, changed, err := importmap.Rewrite(file, edited, paths)
 	if err != nil || (!changed && bytes.Equal(edited, src)) {
 		return nil, pkg, found, err
@@ -248,4 +250,17 @@ func rewriteFile(file string, paths map[string]string) (*rewrite, genPackage, []
 		return nil, pkg, nil, err
 	}
 	return &rewrite{file: file, src: dst, mode: info.Mode()}, pkg, found, nil
+}
+
+// keptImports leaves out of paths each client-go package the file imports
+// beside its openinformer counterpart: that import is deliberate (a watch
+// error handler's clientcache, say) and a second run must keep it.
+func keptImports(f *ast.File, paths map[string]string) map[string]string {
+	kept := map[string]string{}
+	for from, to := range paths {
+		if importName(f, func(p string) bool { return p == to }) == "" {
+			kept[from] = to
+		}
+	}
+	return kept
 }

@@ -62,6 +62,12 @@ func TestWatchErrorHandlersKeepClientGoReflector(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r == nil || string(r.src) != handlerRewritten {
-		t.Errorf("rewritten:\n%s\nwant:\n%s", r.src, handlerRewritten)
+		t.Fatalf("rewritten:\n%s\nwant:\n%s", r.src, handlerRewritten)
+	}
+	if err := os.WriteFile(file, r.src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _, err := rewriteFile(file, importmap.Paths); err != nil || again != nil {
+		t.Errorf("a second run changes the file (%v):\n%s", err, again.src)
 	}
 }
