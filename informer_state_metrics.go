@@ -1,5 +1,7 @@
 package cache
 
+import "fmt"
+
 // InformerStateMetricsProvider is an optional extension of an
 // InformerMetricsProvider (asked for by type assertion, like
 // ObjectErrorMetricsProvider). It is handed every informer with a reserved
@@ -51,4 +53,24 @@ func (s *threadSafeMap) cachedObjects() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.items.Len()
+}
+
+// NewDerivedInformerName reserves a name for informers whose builder was given none but
+// knows what they are, such as a factory without WithInformerName, so that they publish
+// metrics: base, or base-2, base-3, ... for the first one not in use. It returns nil (no
+// name, no metrics) while no process-wide InformerMetricsProvider is installed: nothing would
+// be published, and a reserved identity costs a clock read per queue pop.
+func NewDerivedInformerName(base string) *InformerName {
+	if _, off := metricsProviderOr(nil).(noopInformerMetricsProvider); off {
+		return nil
+	}
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		if n, err := NewInformerName(name); err == nil {
+			return n
+		}
+	}
 }

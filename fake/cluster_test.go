@@ -300,3 +300,18 @@ func TestClusterUnstructuredCustomResource(t *testing.T) {
 }
 
 var _ oicache.ListerWatcher = (*fake.Server)(nil)
+
+// A client configured for protobuf gets its bodies decoded, and JSON answers it understands.
+func TestClusterProtobufClient(t *testing.T) {
+	cluster, _, cmServer := clusterTestWorld(t)
+	cfg := cluster.RESTConfig()
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	created, err := client.CoreV1().ConfigMaps("ns").Create(t.Context(), clusterTestCM("p", "k", "v"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "v", created.Data["k"])
+	stored, err := cmServer.Get("ns", "p")
+	require.NoError(t, err)
+	assert.Equal(t, "v", stored.(*corev1.ConfigMap).Data["k"])
+}

@@ -1,5 +1,6 @@
 // Package fake is an in-memory API server for one resource that behaves like a real
-// kube-apiserver's watch cache, and that a test can break on purpose.
+// kube-apiserver's watch cache, and that a test can break on purpose; a Cluster serves several
+// of them to a clientset.
 //
 // A Server implements client-go's ListerWatcher and ListerWatcherWithContext, so it plugs into
 // any informer or reflector where a client-backed ListWatch would go:
@@ -66,6 +67,42 @@
 // (full lists, further pages, limit=1 probes, watches with and without initial state), so a
 // test can assert "no full sync": RequestCounts().FullSyncs() == 0.
 //
+// # A controller's whole world: Cluster
+//
+// A controller writes through a clientset and reads through informers. A Cluster serves the
+// Kubernetes REST API for several Servers, one per resource, so that both go to the same
+// Servers: no reactor, no mirroring of writes into the ListerWatchers.
+//
+//	secrets := fake.MustNew(fake.Options{Object: &corev1.Secret{}, Objects: seed})
+//	configMaps := fake.MustNew(fake.Options{Object: &corev1.ConfigMap{}})
+//	cluster := fake.MustNewCluster(secrets, configMaps)
+//	client := cluster.Clientset() // kubernetes.Interface, served in memory
+//	factory := informers.NewSharedInformerFactory(client, 0)
+//
+// RESTConfig gives any generated clientset, custom resources' included, or a dynamic client;
+// a Cluster is also an http.Handler for httptest.NewServer. Each Server is served at the path
+// of its kind's group and version and of Options.Resource (GroupVersionResource says which).
+// Requests are JSON, as client-go sends them (protobuf bodies are decoded too); answers are
+// always JSON. Every Server rule above holds over HTTP, and:
+//
+//   - create (201), get, list, watch, update, patch (merge, JSON, strategic; apply is 415),
+//     delete with preconditions, deletecollection; AlreadyExists, NotFound, Conflict and
+//     Invalid come back as the API server's Status, which client-go turns into the same
+//     errors; a namespace in the body that differs from the URL's is 400;
+//   - Options.StatusSubresource serves /status: UpdateStatus and status patches change only
+//     the status, Update and Patch keep it (Server.UpdateStatus and PatchStatus do the same);
+//   - Server faults reach the client as a real server sends them: a 429's Retry-After header
+//     (client-go retries it by itself, on the bubble's clock in synctest), 410 as an ERROR
+//     event, ConnectionRefused as a transport error;
+//   - Cluster.FailNext(verb, resource, n, err) fails writes (or any verb) before they reach a
+//     Server; Calls and CountCalls record every request with its verb, resource, namespace,
+//     name, subresource and status code, next to each Server's Requests and RequestCounts.
+//
+// Over HTTP the rate limiter of client-go is off (RESTConfig sets QPS -1), so a test's writes
+// are not throttled. Each Server keeps its own resourceVersion sequence, where one etcd would
+// share one among resources. There is no discovery API, no server-side apply and no dry run.
+// examples/testing runs a controller on a Cluster.
+//
 // # Testing warm restarts
 //
 // A restarted informer that resumes from a snapshot (docs/RESTART.md) meets the same server
@@ -75,6 +112,12 @@
 // snapshot's version out of the window with Compact or a small Options.HistorySize, serve from
 // a fresh Server to play a snapshot newer than the cluster, and use AdvanceResourceVersion with a
 // step of the fake clock for a quiet resource that only a bookmark moves past the target.
+//
+// Through a Cluster, a factory built with informers.WithSnapshots(dir, version) saves its
+// caches when it stops; a second factory on the same Cluster starts from them, and
+// RequestCounts().FullSyncs() == 0 on each Server shows that the restart was warm
+// (TestKeysPublisherRestartsWarm in examples/testing). Snapshots need objects with
+// resourceVersions, which Servers always give.
 //
 // # Fast, deterministic fault tests with testing/synctest
 //

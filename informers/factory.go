@@ -81,7 +81,9 @@ func WithTransform(transform cache.TransformFunc) SharedInformerOption {
 }
 
 // WithInformerName names the factory's informers for metrics; Shutdown
-// releases the name.
+// releases the name. Without it a factory built after a process-wide
+// InformerMetricsProvider was installed names them "informers" (or
+// "informers-2", ... when taken), so they publish metrics all the same.
 func WithInformerName(informerName *cache.InformerName) SharedInformerOption {
 	return func(f *sharedInformerFactory) *sharedInformerFactory {
 		f.informerName = informerName
@@ -116,6 +118,9 @@ func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultRes
 	}
 	for _, opt := range options {
 		f = opt(f)
+	}
+	if f.informerName == nil {
+		f.informerName = cache.NewDerivedInformerName("informers")
 	}
 	return f
 }

@@ -3,16 +3,19 @@ package prometheus
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	cache "github.com/openinformer/cache"
 )
 
-// Metrics implements cache.HandlerMetricsProvider, cache.InformerMetricsProvider and
+// Metrics implements cache.HandlerMetricsProvider, cache.InformerMetricsProvider (with its
+// InformerStateMetricsProvider and ObjectErrorMetricsProvider extensions) and
 // cache.MetricsProvider on a Prometheus registry. Safe for concurrent use.
 type Metrics struct {
 	reg prometheus.Registerer
+	now func() time.Time // the clock of the last-event age
 
 	mu   sync.Mutex
 	vecs map[string]prometheus.Collector // by fully-qualified metric name
@@ -22,12 +25,14 @@ var (
 	_ cache.HandlerMetricsProvider  = (*Metrics)(nil)
 	_ cache.InformerMetricsProvider = (*Metrics)(nil)
 	_ cache.MetricsProvider         = (*Metrics)(nil)
+
+	_ cache.InformerStateMetricsProvider = (*Metrics)(nil)
 )
 
 // New returns Metrics that register their collectors on reg as informers ask for them. Two
 // Metrics on one registry share the collectors.
 func New(reg prometheus.Registerer) *Metrics {
-	return &Metrics{reg: reg, vecs: map[string]prometheus.Collector{}}
+	return &Metrics{reg: reg, now: time.Now, vecs: map[string]prometheus.Collector{}}
 }
 
 // Install makes m the process-wide provider of the handler, informer and reflector metrics.

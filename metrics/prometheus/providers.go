@@ -45,10 +45,13 @@ func (m *Metrics) NewProcessingLatencyMetric(id cache.InformerNameAndResource) c
 }
 
 // NewStoreResourceVersionMetric is informer_store_resource_version, as in k8s.io/component-base.
+// The store sets it on every watch event, bookmark and list it applies, so it also times
+// openinformer_informer_last_event_age_seconds.
 func (m *Metrics) NewStoreResourceVersionMetric(id cache.InformerNameAndResource) cache.GaugeMetric {
-	return m.gauge(prometheus.GaugeOpts{Subsystem: "informer", Name: "store_resource_version",
+	g := m.gauge(prometheus.GaugeOpts{Subsystem: "informer", Name: "store_resource_version",
 		Help: "The 15 least significant digits of the resource version of the store."},
 		informerLabels, informerLabelValues(id)...)
+	return stampedGauge{Gauge: g, now: m.now, at: m.states().lastEvent(id)}
 }
 
 // NewObjectErrorMetric is openinformer_informer_object_errors_total: objects

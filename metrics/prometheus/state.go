@@ -1,0 +1,126 @@
+package prometheus
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	cache "github.com/openinformer/cache"
+)
+
+// The informer state gauges, read from each informer when the registry is scraped.
+var (
+	syncedDesc = prometheus.NewDesc("openinformer_informer_synced",
+		"1 when the informer's cache holds its initial list, else 0.", informerLabels, nil)
+	cachedObjectsDesc = prometheus.NewDesc("openinformer_informer_cached_objects",
+		"Objects in the informer's cache.", informerLabels, nil)
+	lastEventAgeDesc = prometheus.NewDesc("openinformer_informer_last_event_age_seconds",
+		"Seconds since the informer's cache last applied a watch event, a bookmark or a list. "+
+			"It keeps rising while a watch is stalled; absent until the first.", informerLabels, nil)
+)
+
+// stateCollectorName is the key of the state collector among m's collectors.
+const stateCollectorName = "openinformer_informer_state"
+
+// ObserveInformerState implements cache.InformerStateMetricsProvider: the informer id names is
+// read at each scrape for openinformer_informer_synced, openinformer_informer_cached_objects and
+// openinformer_informer_last_event_age_seconds. An informer that stopped, or whose identity was
+// released, is dropped at the next scrape; a later informer with the same identity replaces it.
+func (m *Metrics) ObserveInformerState(id cache.InformerNameAndResource, state cache.InformerState) {
+	m.states().observe(id, state)
+}
+
+func (m *Metrics) states() *stateCollector {
+	return collector(m, stateCollectorName, func() *stateCollector {
+		return &stateCollector{now: m.now, informers: map[string]observedInformer{}, lastEvents: map[string]*atomic.Int64{}}
+	})
+}
+
+// stateCollector reads the observed informers at each scrape. Keys are the joined label
+// values, so there is one series per informer identity whatever happens to the informers.
+type stateCollector struct {
+	now        func() time.Time
+	mu         sync.Mutex
+	informers  map[string]observedInformer
+	lastEvents map[string]*atomic.Int64 // unix nanoseconds; 0 before the first
+}
+
+type observedInformer struct {
+	id     cache.InformerNameAndResource
+	state  cache.InformerState
+	values []string
+}
+
+func stateKey(values []string) string { return strings.Join(values, "\x00") }
+
+func (c *stateCollector) observe(id cache.InformerNameAndResource, state cache.InformerState) {
+	values := informerLabelValues(id)
+	k := stateKey(values)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.informers[k] = observedInformer{id: id, state: state, values: values}
+	c.lastEventLocked(k).Store(0)
+}
+
+// lastEvent returns the time the identity's cache last applied something, shared by the
+// collector and the store's resource-version gauge that sets it.
+func (c *stateCollector) lastEvent(id cache.InformerNameAndResource) *atomic.Int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastEventLocked(stateKey(informerLabelValues(id)))
+}
+
+func (c *stateCollector) lastEventLocked(k string) *atomic.Int64 {
+	at, ok := c.lastEvents[k]
+	if !ok {
+		at = &atomic.Int64{}
+		c.lastEvents[k] = at
+	}
+	return at
+}
+
+// Describe sends the three gauges' descriptions.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- syncedDesc
+	ch <- cachedObjectsDesc
+	ch <- lastEventAgeDesc
+}
+
+// Collect reads every live observed informer.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, inf := range c.informers {
+		if !inf.id.Reserved() || inf.state.IsStopped() {
+			delete(c.informers, k)
+			continue
+		}
+		synced := 0.0
+		if inf.state.HasSynced() {
+			synced = 1
+		}
+		ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced, inf.values...)
+		ch <- prometheus.MustNewConstMetric(cachedObjectsDesc, prometheus.GaugeValue, float64(inf.state.CachedObjects()), inf.values...)
+		if at := c.lastEvents[k].Load(); at != 0 {
+			ch <- prometheus.MustNewConstMetric(lastEventAgeDesc, prometheus.GaugeValue, now.Sub(time.Unix(0, at)).Seconds(), inf.values...)
+		}
+	}
+}
+
+// stampedGauge is the store's resource-version gauge, which the store sets each time it applies
+// a watch event, a bookmark or a list: it also records when, for the last-event age.
+type stampedGauge struct {
+	prometheus.Gauge
+	now func() time.Time
+	at  *atomic.Int64
+}
+
+// Set sets the gauge and records the time.
+func (g stampedGauge) Set(v float64) {
+	g.Gauge.Set(v)
+	g.at.Store(g.now().UnixNano())
+}
