@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -87,6 +88,9 @@ func chaosSeed(t *testing.T, srv *apiserver.Server, client dynamic.Interface, se
 		}
 		relists := counts[kindList] + counts[kindWatchList] - 1
 		t.Logf("%s: converged %v after the faults; relist requests %d (LIST and watch-list after the first, retries included; requests %v, 410s %d)", run.impl.name, times[i].Round(time.Millisecond), relists, counts, gone)
+		if os.Getenv("CHAOS_TRACE") != "" {
+			t.Logf("%s's requests:\n%s", run.impl.name, strings.Join(run.probe.traced(), "\n"))
+		}
 	}
 	for _, run := range runs {
 		run.stop()
@@ -115,6 +119,8 @@ func runChaosSchedule(t *testing.T, srv *apiserver.Server, proxy *chaosProxy, se
 		return time.Duration(rng.Int64N(int64(maxPause-500*time.Millisecond))) + 500*time.Millisecond
 	}
 	start := time.Now()
+	trace := os.Getenv("CHAOS_TRACE") != ""
+	before := map[string]int{}
 	restartAt := time.Duration((0.3 + 0.4*rng.Float64()) * float64(window))
 	nextCompaction, restarted := 2*time.Second, false
 	for elapsed := time.Duration(0); elapsed < window; elapsed = time.Since(start) {
@@ -131,6 +137,14 @@ func runChaosSchedule(t *testing.T, srv *apiserver.Server, proxy *chaosProxy, se
 			faults["compaction"]++
 		default:
 			injectFault(t, proxy, rng, pause, faults)
+		}
+		if trace {
+			for fault, n := range faults {
+				if n != before[fault] {
+					t.Logf("fault %s from %s to %s", fault, start.Add(elapsed).Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
+				}
+			}
+			maps.Copy(before, faults)
 		}
 		time.Sleep(200*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second))))
 	}

@@ -2,10 +2,13 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -29,10 +32,25 @@ type trafficProbe struct {
 	gone    int
 	held    chan struct{} // non-nil while new watches are held
 	streams map[*probedBody]struct{}
+	trace   []string // one line per list, watch and watch-list request and per stream end
 }
 
 func newTrafficProbe() *trafficProbe {
 	return &trafficProbe{counts: map[string]int{}, streams: map[*probedBody]struct{}{}}
+}
+
+// note appends a line to the trace, stamped with the time of day.
+func (p *trafficProbe) note(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trace = append(p.trace, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+}
+
+// traced returns the trace so far.
+func (p *trafficProbe) traced() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.trace)
 }
 
 // wrap installs the probe in config's transport chain.
@@ -79,6 +97,14 @@ func (p *trafficProbe) roundTrip(rt http.RoundTripper, req *http.Request) (*http
 		}
 	}
 	resp, err := rt.RoundTrip(req)
+	if kind == kindList || kind == kindWatch || kind == kindWatchList {
+		q := req.URL.Query()
+		outcome := fmt.Sprint(err)
+		if err == nil {
+			outcome = resp.Status
+		}
+		p.note("%s rv=%q limit=%s: %s", kind, q.Get("resourceVersion"), q.Get("limit"), outcome)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -88,13 +114,13 @@ func (p *trafficProbe) roundTrip(rt http.RoundTripper, req *http.Request) (*http
 		p.mu.Unlock()
 	}
 	if kind == kindWatch || kind == kindWatchList {
-		resp.Body = p.track(resp.Body)
+		resp.Body = p.track(resp.Body, kind)
 	}
 	return resp, nil
 }
 
-func (p *trafficProbe) track(body io.ReadCloser) *probedBody {
-	b := &probedBody{ReadCloser: body, probe: p}
+func (p *trafficProbe) track(body io.ReadCloser, kind string) *probedBody {
+	b := &probedBody{ReadCloser: body, probe: p, kind: kind, opened: time.Now()}
 	p.mu.Lock()
 	p.streams[b] = struct{}{}
 	p.mu.Unlock()
@@ -138,6 +164,10 @@ func (p *trafficProbe) snapshot() (map[string]int, int) {
 type probedBody struct {
 	io.ReadCloser
 	probe  *trafficProbe
+	kind   string
+	opened time.Time
+	bytes  int
+	ended  bool // the end of the stream is in the trace
 	mu     sync.Mutex
 	tail   []byte
 	isCut  bool
@@ -154,7 +184,13 @@ func (b *probedBody) Read(buf []byte) (int, error) {
 	window := append(b.tail, buf[:n]...)
 	b.tail = window[max(0, len(window)-len(goneEvent)+1):]
 	isCut := b.isCut
+	b.bytes += n
+	endNow := err != nil && !b.ended
+	b.ended = b.ended || err != nil
 	b.mu.Unlock()
+	if endNow {
+		b.probe.note("  %s stream ended after %v, %d bytes: %v", b.kind, time.Since(b.opened).Round(time.Millisecond), b.bytes, err)
+	}
 	if bytes.Contains(window, goneEvent) {
 		b.probe.mu.Lock()
 		b.probe.gone++
@@ -180,7 +216,12 @@ func (b *probedBody) Close() error {
 		return nil
 	}
 	b.closed = true
+	endNow := !b.ended
+	b.ended = true
 	b.mu.Unlock()
+	if endNow {
+		b.probe.note("  %s stream closed by the client after %v, %d bytes", b.kind, time.Since(b.opened).Round(time.Millisecond), b.bytes)
+	}
 	b.probe.mu.Lock()
 	delete(b.probe.streams, b)
 	b.probe.mu.Unlock()
