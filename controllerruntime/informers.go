@@ -173,7 +173,7 @@ func (ip *informers) addLocked(key informerKey, obj runtime.Object) (*informerEn
 		return nil, err
 	}
 	s := ip.scopeOf(key, mapping)
-	lw, err := ip.env.listWatch(s)
+	lw, err := ip.env.listWatchFor(s)
 	if err != nil {
 		return nil, err
 	}

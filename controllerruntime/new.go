@@ -20,25 +20,22 @@ import (
 // every informer is openinformer's, configured by ours.
 func New(ours Options) crcache.NewCacheFunc {
 	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
-		return newCache(cfg, opts, ours)
+		return newCache(cfg, opts, ours, nil)
 	}
 }
 
 // environment is what every leaf of one cache shares.
 type environment struct {
-	scheme            *runtime.Scheme
-	mapper            meta.RESTMapper
-	rest              *restClients
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+	// listWatchFor makes an informer's ListerWatcher: restClients'
+	// unless the cache was built with another source.
+	listWatchFor      func(listWatchScope) (cache.ListerWatcher, error)
 	watchErrorHandler cache.WatchErrorHandlerWithContext
 	failOnMissing     bool
 	ours              Options
 	byGVK             map[schema.GroupVersionKind]InformerOptions
 	names             *informerNames
-}
-
-// listWatch makes an informer's ListerWatcher.
-func (e *environment) listWatch(s listWatchScope) (cache.ListerWatcher, error) {
-	return e.rest.listWatch(s)
 }
 
 // optionsFor is the openinformer options of gvk's informers.
@@ -49,7 +46,9 @@ func (e *environment) optionsFor(gvk schema.GroupVersionKind) InformerOptions {
 	return e.ours.Defaults
 }
 
-func newCache(cfg *rest.Config, opts crcache.Options, ours Options) (crcache.Cache, error) {
+// newCache builds the cache; a nil source lists and watches through
+// REST clients made from cfg.
+func newCache(cfg *rest.Config, opts crcache.Options, ours Options, source func(listWatchScope) (cache.ListerWatcher, error)) (crcache.Cache, error) {
 	opts, err := defaultOptions(cfg, opts)
 	if err != nil {
 		return nil, err
@@ -57,6 +56,9 @@ func newCache(cfg *rest.Config, opts crcache.Options, ours Options) (crcache.Cac
 	env, err := newEnvironment(cfg, opts, ours)
 	if err != nil {
 		return nil, err
+	}
+	if source != nil {
+		env.listWatchFor = source
 	}
 	global := globalConfig(&opts)
 	var other crcache.Cache
@@ -99,13 +101,13 @@ func newEnvironment(cfg *rest.Config, opts crcache.Options, ours Options) (*envi
 	return &environment{
 		scheme: opts.Scheme,
 		mapper: opts.Mapper,
-		rest: &restClients{
+		listWatchFor: (&restClients{
 			config:     cfg,
 			httpClient: opts.HTTPClient,
 			scheme:     opts.Scheme,
 			codecs:     serializer.NewCodecFactory(opts.Scheme),
 			paramCodec: runtime.NewParameterCodec(opts.Scheme),
-		},
+		}).listWatch,
 		watchErrorHandler: opts.DefaultWatchErrorHandler,
 		failOnMissing:     opts.ReaderFailOnMissingInformer,
 		ours:              ours,

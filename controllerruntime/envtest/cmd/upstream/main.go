@@ -71,6 +71,7 @@ func main() {
 	etcd := flag.String("etcd", "", "etcd binary")
 	modes := flag.String("mode", "default,compact", "crcache options to run under: default (zero Options), compact (compact storage without hot cache, label index)")
 	race := flag.Bool("race", false, "run with the race detector")
+	keep := flag.Bool("keep", false, "keep the copied tests (zz_upstream/) after the run")
 	flag.Parse()
 	if *apiserver == "" || *etcd == "" {
 		fail(fmt.Errorf("-apiserver and -etcd are required"))
@@ -83,20 +84,34 @@ func main() {
 	if err := os.RemoveAll(root); err != nil {
 		fail(err)
 	}
-	ok := true
 	for _, s := range suites {
 		if err := s.copy(crDir, filepath.Join(root, s.name)); err != nil {
 			fail(err)
 		}
-		for _, mode := range strings.Split(*modes, ",") {
-			if !s.run(root, mode, *apiserver, *etcd, *race) {
-				ok = false
-			}
+	}
+	ok := run(root, *modes, *apiserver, *etcd, *race)
+	if !*keep {
+		if err := os.RemoveAll(root); err != nil {
+			fail(err)
 		}
 	}
 	if !ok {
 		os.Exit(1)
 	}
+}
+
+// run copies and runs every suite in every mode; it reports whether all
+// passed.
+func run(root, modes, apiserver, etcd string, race bool) bool {
+	ok := true
+	for _, s := range suites {
+		for _, mode := range strings.Split(modes, ",") {
+			if !s.run(root, mode, apiserver, etcd, race) {
+				ok = false
+			}
+		}
+	}
+	return ok
 }
 
 // newCall is controller-runtime's constructor as the tests call it (and
