@@ -44,7 +44,6 @@ type informerEntry struct {
 	reader   *reader
 	name     *cache.InformerName
 	cancel   context.CancelFunc // set once started; stops this informer alone
-	removed  bool
 }
 
 // informers is controller-runtime's informer map for one leaf: one
@@ -157,7 +156,6 @@ func (ip *informers) remove(gvk schema.GroupVersionKind, obj runtime.Object) {
 		return
 	}
 	delete(ip.entries, key)
-	e.removed = true
 	if e.cancel != nil {
 		e.cancel()
 	} else {
