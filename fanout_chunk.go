@@ -1,5 +1,7 @@
 package cache
 
+import "github.com/openinformer/cache/internal/store"
+
 // preheldChunk is notificationChunk for notifications whose objects a
 // compact informer's watch-list held encoded: each chunk's objects are
 // decoded together and live until its listeners are done with them, so a
@@ -12,7 +14,7 @@ const preheldChunk = 64
 
 // chunkFor is how many of ns to hand out at once.
 func chunkFor(ns []notification) int {
-	if _, ok := ns[0].newObj.(preheld); ok {
+	if _, ok := ns[0].newObj.(store.Preheld); ok {
 		return min(len(ns), preheldChunk)
 	}
 	return min(len(ns), notificationChunk)

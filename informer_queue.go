@@ -12,6 +12,9 @@ type informerQueueOptions struct {
 	logger          klog.Logger
 	objectType      interface{}
 	store           KeyListerGetter
+	// prehold, when not nil, holds a watch-list's objects in the store's
+	// form as they arrive (the store's preholder).
+	prehold preholdFunc
 	transform       TransformFunc
 	identifier      InformerNameAndResource
 	metricsProvider InformerMetricsProvider
@@ -41,12 +44,13 @@ func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue) {
 	} else {
 		ro.KnownObjects = opts.store
 	}
-	f := NewRealFIFOWithOptions(ro)
-	if p, ok := opts.store.(preholdingStore); ok && ro.AtomicEvents {
+	var prehold preholdFunc
+	if ro.AtomicEvents {
 		// One ReplacedAll carries a watch-list's objects to the store as
 		// they were held; a per-object Replace would need every consumer of
 		// its deltas to read them back.
-		f.prehold = p.preholder()
+		prehold = opts.prehold
 	}
+	f := newRealFIFO(ro, prehold)
 	return f.logger, f
 }

@@ -8,26 +8,14 @@ import (
 	"strings"
 	"unsafe"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
-// accessor returns obj's metadata, taking the direct route for the common
-// case of typed and unstructured objects before falling back to meta.Accessor.
-func accessor(obj interface{}) (metav1.Object, error) {
-	if isNilPointer(obj) {
-		return nil, errNilObject
-	}
-	if m, ok := obj.(metav1.Object); ok {
-		return m, nil
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, fmt.Errorf("object has no meta: %v", err)
-	}
-	return m, nil
-}
+// accessor returns obj's metadata (see objmeta.Accessor).
+func accessor(obj interface{}) (metav1.Object, error) { return objmeta.Accessor(obj) }
 
 // MetaNamespaceKeyFunc is the standard KeyFunc: "namespace/name" for
 // namespaced objects, "name" for cluster-scoped ones. An ExplicitKey is
@@ -240,13 +228,10 @@ func DeletionHandlingObjectToName(obj interface{}) (ObjectName, error) {
 
 // errNilObject is returned instead of the nil-pointer panic client-go hits
 // when a key is asked of a typed nil such as (*v1.Pod)(nil).
-var errNilObject = errors.New("object has no meta: object is a nil pointer")
+var errNilObject = objmeta.ErrNilObject
 
 // isNilPointer reports whether obj is a non-nil interface holding a nil pointer.
-func isNilPointer(obj interface{}) bool {
-	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
+func isNilPointer(obj interface{}) bool { return objmeta.IsNilPointer(obj) }
 
 var errEmptyIndexKeys = errors.New("unexpected empty indexKeys")
 
@@ -295,7 +280,7 @@ func withoutObject(err error) (identity []any, cause error) {
 		return nil, err
 	}
 	identity = []any{"type", fmt.Sprintf("%T", ke.Obj)}
-	if m, ok := metaOf(ke.Obj); ok {
+	if m, ok := objmeta.Of(ke.Obj); ok {
 		identity = append(identity, "namespace", m.GetNamespace(), "name", m.GetName())
 	}
 	return identity, ke.Err

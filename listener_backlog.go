@@ -7,6 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/openinformer/cache/internal/deque"
+	"github.com/openinformer/cache/internal/form"
 )
 
 // A bounded backlog (SharedIndexInformerOptions.MaxPendingNotificationsPerHandler).
@@ -80,8 +81,8 @@ func (o *backlogOverflow) record(n notification) error {
 // function (informerKeyFunc), and a decode here would run on the
 // processLoop, under the listener's lock.
 func (o *backlogOverflow) keyOf(obj interface{}) (string, error) {
-	if b, boxed := obj.(*heldBox); boxed {
-		return b.key, nil
+	if b, boxed := obj.(*form.Box); boxed {
+		return b.Key(), nil
 	}
 	return o.keyFunc(obj)
 }

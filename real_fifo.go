@@ -73,8 +73,8 @@ type RealFIFO struct {
 	knownObjects KeyListerGetter
 	transformer  TransformFunc
 
-	// prehold, set by a compact informer on its atomic queue, holds the
-	// objects of a watch-list stream as they arrive; see preheld.
+	// prehold, given by a compact informer to its atomic queue, holds the
+	// objects of a watch-list stream as they arrive (store.Preheld).
 	prehold preholdFunc
 
 	atomicEvents          bool
@@ -119,6 +119,13 @@ func NewRealFIFO(keyFunc KeyFunc, knownObjects KeyListerGetter, transformer Tran
 // client-go it panics on contradictory options, which are a programming
 // error at construction; see RealFIFOOptions for the rules.
 func NewRealFIFOWithOptions(opts RealFIFOOptions) *RealFIFO {
+	return newRealFIFO(opts, nil)
+}
+
+// newRealFIFO is NewRealFIFOWithOptions for an informer's atomic queue,
+// with the store's prehold when it holds objects in another form (see
+// RealFIFO.prehold).
+func newRealFIFO(opts RealFIFOOptions, prehold preholdFunc) *RealFIFO {
 	if msg := realFIFOOptionsConflict(opts); msg != "" {
 		panic("coding error: " + msg)
 	}
@@ -135,6 +142,7 @@ func NewRealFIFOWithOptions(opts RealFIFOOptions) *RealFIFO {
 		metrics:               newQueueMetrics(opts.Identifier, opts.MetricsProvider),
 		measureLatency:        opts.Identifier.Reserved(),
 		keySeed:               maphash.MakeSeed(),
+		prehold:               prehold,
 	}
 	f.keys.unwrapDelta = true
 	if opts.Logger != nil {

@@ -74,7 +74,7 @@ type Reflector struct {
 	// warmStart, when set, supplies the first ListAndWatch's list (a warm
 	// restart's caught-up snapshot) or asks it to list from a consistent
 	// read; it is called once.
-	warmStart func(context.Context) warmStartResult
+	warmStart warmStartFunc
 
 	mu      sync.RWMutex
 	machine *reflectorfsm.Machine
@@ -144,6 +144,12 @@ func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, 
 // accepts anything. Whether watch-list streaming is tried first is decided
 // here, from the WatchListClient feature gate and lw's opt-out.
 func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
+	return newReflector(lw, expectedType, store, options, nil)
+}
+
+// newReflector is NewReflectorWithOptions for an informer's controller,
+// with the warm start (nil: none) that supplies its first list.
+func newReflector(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions, warmStart warmStartFunc) *Reflector {
 	c := options.Clock
 	if c == nil {
 		c = clock.RealClock{}
@@ -164,6 +170,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		runClock:          clock.RealClock{},
 		delay:             reflectorBackoff(options.Backoff).DelayWithReset(c, defaultBackoffReset),
 		watchErrorHandler: DefaultWatchErrorHandler,
+		warmStart:         warmStart,
 	}
 	r.rvUpdater, _ = store.(ResourceVersionUpdater)
 	r.noListerWatcher = reportNilListerWatcher(lw)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/openinformer/cache/internal/reflectorfsm"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // watchList opens a watch-list stream and collects its initial events.
@@ -166,14 +167,14 @@ func (b *watchListBuffer) keepKey(name keyParts, stored interface{}) {
 	if b.transform == nil && b.prehold == nil {
 		return
 	}
-	if p, ok := stored.(preheld); ok && b.keys == nil && name.is(p.key) {
+	if p, ok := stored.(store.Preheld); ok && b.keys == nil && name.is(p.Key()) {
 		return
 	}
 	if b.keys == nil && b.prehold != nil {
 		earlier := b.items[:len(b.items)-1]
 		b.keys = make([]string, len(earlier), cap(b.items))
 		for i, obj := range earlier {
-			b.keys[i] = obj.(preheld).key
+			b.keys[i] = obj.(store.Preheld).Key()
 		}
 	}
 	b.keys = append(b.keys, name.key())
@@ -285,8 +286,8 @@ func (b *watchListBuffer) index() {
 			b.slot[b.keys[i]] = i
 			continue
 		}
-		if p, ok := obj.(preheld); ok {
-			b.slot[p.key] = i
+		if p, ok := obj.(store.Preheld); ok {
+			b.slot[p.Key()] = i
 			continue
 		}
 		if p, err := metaKeyParts(obj); err == nil {

@@ -120,7 +120,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		indexers = Indexers{}
 	}
 	s := &sharedIndexInformer{
-		indexer:           NewIndexer(informerKeyFunc, indexers, append(compactStoreOptions(options.Compact), WithStoreMetrics(options.Identifier, options.InformerMetricsProvider))...),
+		indexer:           newCache(informerKeyFunc, indexers, append(compactStoreOptions(options.Compact), WithStoreMetrics(options.Identifier, options.InformerMetricsProvider))),
 		lw:                lw,
 		objectType:        exampleObject,
 		objectDescription: options.ObjectDescription,
@@ -165,7 +165,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 // a handler's switch lock (held while that handler runs), then the
 // MembershipInformer's own, never the other way round.
 type sharedIndexInformer struct {
-	indexer           Indexer
+	indexer           *cache
 	processor         *sharedProcessor
 	mutationDetector  MutationDetector
 	lw                ListerWatcher
@@ -181,7 +181,7 @@ type sharedIndexInformer struct {
 
 	mu                sync.Mutex // guards the fields below
 	started, stopped  bool
-	controller        Controller
+	controller        *controller
 	resyncCheckPeriod time.Duration
 	defaultResync     time.Duration
 	watchErrorHandler WatchErrorHandlerWithContext
@@ -282,7 +282,7 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 
 // start builds the queue (per the feature gates, now) and the controller;
 // nil if the informer was started before.
-func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
+func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logger := klog.FromContext(ctx)
@@ -294,12 +294,21 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 		logger:          logger,
 		objectType:      s.objectType,
 		store:           s.indexer,
+		prehold:         s.indexer.preholder(),
 		transform:       s.cacheTransform(),
 		identifier:      s.identifier,
 		metricsProvider: s.metricsProvider,
 	})
 	lw := NewShardedListWatch(s.lw, s.shardSelector)
-	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer}
+	var committed committedFunc
+	var warmStart warmStartFunc
+	if s.snapshot != nil {
+		s.restart = newRestarter(logger, s, lw, *s.snapshot)
+	}
+	if s.restart != nil {
+		committed, warmStart = s.restart.journalWrites, s.restart.warmStart
+	}
+	apply := newDeltaApplier(qlogger, s.indexer, informerFanout{s}.notifyBatch, committed)
 	ctrl := newController(&Config{
 		Queue:             queue,
 		ListerWatcher:     lw,
@@ -323,13 +332,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 			return err
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
-	}, s.clock)
-	if s.snapshot != nil {
-		s.restart = newRestarter(logger, s, lw, *s.snapshot)
-	}
-	if s.restart != nil {
-		ctrl.warmStart = s.restart.warmStart
-	}
+	}, s.clock, warmStart)
 	s.controller = ctrl
 	s.started = true
 	return ctrl, queue
