@@ -1,9 +1,9 @@
 package cache
 
 import (
-	"github.com/openinformer/cache/internal/form"
 	"context"
 	"fmt"
+	"github.com/openinformer/cache/internal/form"
 	"os"
 	"runtime"
 	"runtime/pprof"

@@ -1,10 +1,10 @@
 package cache
 
 import (
-	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/store"
 	"context"
 	"fmt"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 	"sync"
 	"sync/atomic"
 	"testing"

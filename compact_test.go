@@ -22,7 +22,6 @@ import (
 	"github.com/openinformer/cache/internal/fixtures"
 )
 
-
 // compactByNode indexes pods by node, like a kubelet-facing controller.
 func compactIndexers() Indexers {
 	return Indexers{

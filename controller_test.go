@@ -1,10 +1,10 @@
 package cache
 
 import (
-	"k8s.io/klog/v2"
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"sync"
 	"sync/atomic"
 	"testing"

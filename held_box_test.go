@@ -1,11 +1,11 @@
 package cache
 
 import (
-	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/store"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 	"sync"
 	"sync/atomic"
 	"testing"

@@ -1,8 +1,8 @@
 package cache
 
 import (
-	"k8s.io/klog/v2"
 	"errors"
+	"k8s.io/klog/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"

@@ -9,12 +9,12 @@ import (
 
 // informerQueueOptions is what an informer knows when it builds its queue.
 type informerQueueOptions struct {
-	logger          klog.Logger
-	objectType      interface{}
-	store           KeyListerGetter
+	logger     klog.Logger
+	objectType interface{}
+	store      KeyListerGetter
 	// prehold, when not nil, holds a watch-list's objects in the store's
 	// form as they arrive (the store's preholder).
-	prehold preholdFunc
+	prehold         preholdFunc
 	transform       TransformFunc
 	identifier      InformerNameAndResource
 	metricsProvider InformerMetricsProvider

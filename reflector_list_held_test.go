@@ -1,10 +1,10 @@
 package cache
 
 import (
-	"github.com/openinformer/cache/internal/store"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/openinformer/cache/internal/store"
 	"testing"
 
 	"github.com/stretchr/testify/assert"

@@ -1,12 +1,12 @@
 package cache
 
 import (
-	"k8s.io/apimachinery/pkg/runtime"
-	"github.com/openinformer/cache/internal/store"
-	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/compact"
 	"errors"
 	"fmt"
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
+	"k8s.io/apimachinery/pkg/runtime"
 	"math/rand"
 	"sort"
 	"strings"

@@ -74,7 +74,9 @@ func withoutIndexValues(p store.Preheld) store.Preheld {
 	index := reflect.ValueOf(&p).Elem().FieldByName("index")
 	fresh := reflect.New(index.Type().Elem())
 	oldForm := index.Elem().FieldByName("form")
-	settable := func(v reflect.Value) reflect.Value { return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem() }
+	settable := func(v reflect.Value) reflect.Value {
+		return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem()
+	}
 	settable(fresh.Elem().FieldByName("form")).Set(settable(oldForm))
 	settable(index).Set(fresh)
 	return p

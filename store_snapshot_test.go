@@ -1,8 +1,8 @@
 package cache
 
 import (
-	"github.com/openinformer/cache/internal/store"
 	"fmt"
+	"github.com/openinformer/cache/internal/store"
 	"io"
 	"path/filepath"
 	"strings"

@@ -1,9 +1,9 @@
 package store
 
 import (
-	"github.com/openinformer/cache/internal/objmeta"
 	"context"
 	"errors"
+	"github.com/openinformer/cache/internal/objmeta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"

@@ -1,9 +1,9 @@
 package store
 
 import (
+	"fmt"
 	"github.com/openinformer/cache/internal/objmeta"
 	clientcache "k8s.io/client-go/tools/cache"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 

@@ -1,9 +1,9 @@
 package store
 
 import (
-	clientcache "k8s.io/client-go/tools/cache"
 	"context"
 	"fmt"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
