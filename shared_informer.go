@@ -154,15 +154,24 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 // a late handler sees the cache and then exactly the changes after it.
 // Whether the informer synced is recorded once, by the processor.
 //
-// Lock order, outermost first: mu or the queue's lock; then blockDeltas;
-// then the processor's; then one listener's; the store's lock is innermost.
-// The store takes its lock only inside its own methods (applyDeltas
-// included), never across the hand-over of changes: a batch is written, the
-// lock released, and only then are the changes distributed. A listener's
-// goroutine takes only its own listener's lock, never one of the informer's:
-// a collapsed backlog is resolved from the notifications it recorded, not
-// from the cache. A MembershipInformer adds two locks outside all of these:
-// a handler's switch lock (held while that handler runs), then the
+// Lock order, outermost first (the package's one statement of it):
+//  1. mu, or the queue's lock (RealFIFO, DeltaFIFO).
+//  2. blockDeltas. The restarter takes it too: to freeze the store and
+//     start its journal at one point, and to append to, flush, rename or
+//     sync the journal, so the journal's file I/O runs under it; the
+//     snapshot's own write walks a frozen state with no lock held.
+//  3. The processor's lock, then one listener's.
+//  4. The store's lock (internal/store's Map.mu), innermost: the store
+//     takes it only inside its own methods (applyDeltas included), never
+//     across the hand-over of changes: a batch is written, the lock
+//     released, and only then are the changes distributed.
+//
+// The restarter's own mu guards only the version of the snapshot on disk
+// and is taken alone, never across I/O. A listener's goroutine takes only
+// its own listener's lock, never one of the informer's: a collapsed
+// backlog is resolved from the notifications it recorded, not from the
+// cache. A MembershipInformer adds two locks outside all of these: a
+// handler's switch lock (held while that handler runs), then the
 // MembershipInformer's own, never the other way round.
 type sharedIndexInformer struct {
 	indexer           *cache

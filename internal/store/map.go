@@ -379,8 +379,8 @@ type Frozen struct {
 }
 
 // Freeze returns the current state in O(1) under the lock, as large reads
-// do (shareIfLargeLocked): the maps are values, copying them is a
-// snapshot, and the next write moves to a new epoch, copying only the
+// do (shareIfLargeLocked): the maps are values, copying them freezes
+// them, and the next write moves to a new epoch, copying only the
 // tables it touches. Writers wait only for the copy of a few words.
 func (s *Map) Freeze() Frozen {
 	s.mu.Lock()
