@@ -21,21 +21,21 @@ type controller struct {
 	config Config
 	clock  clock.Clock
 
-	// warmStart, given at construction, supplies the reflector's first
-	// list from a snapshot (informer_restart.go); nil without one.
-	warmStart warmStartFunc
+	// hooks, given at construction, are the reflector's (a warm start, a
+	// compact store's prehold).
+	hooks reflectorHooks
 
 	mu        sync.RWMutex
 	reflector *Reflector
 }
 
 // New returns a Controller for a copy of c. Nothing runs until Run.
-func New(c *Config) Controller { return newController(c, clock.RealClock{}, nil) }
+func New(c *Config) Controller { return newController(c, clock.RealClock{}, reflectorHooks{}) }
 
-// newController is New with the clock its Reflector runs on and the warm
-// start (nil: none) that supplies the reflector's first list.
-func newController(c *Config, clk clock.Clock, warmStart warmStartFunc) *controller {
-	return &controller{config: *c, clock: clk, warmStart: warmStart}
+// newController is New with the clock its Reflector runs on and the
+// Reflector's hooks.
+func newController(c *Config, clk clock.Clock, hooks reflectorHooks) *controller {
+	return &controller{config: *c, clock: clk, hooks: hooks}
 }
 
 // Run is RunWithContext with a stop channel.
@@ -59,7 +59,7 @@ func (c *controller) RunWithContext(ctx context.Context) {
 		MinWatchTimeout: c.config.MinWatchTimeout,
 		TypeDescription: c.config.ObjectDescription,
 		Clock:           c.clock,
-	}, c.warmStart)
+	}, c.hooks)
 	r.ShouldResync = c.config.ShouldResync
 	r.WatchListPageSize = c.config.WatchListPageSize
 	if h := c.config.WatchErrorHandler; h != nil {

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // informerKeyFunc keys every informer's store, queue and handler backlog.
@@ -99,7 +100,7 @@ func newInformerController(store *cache, options InformerOptions) Controller {
 	if handler == nil {
 		handler = ResourceEventHandlerFuncs{}
 	}
-	qlogger, queue := newInformerQueue(informerQueueOptions{
+	qlogger, queue, prehold := newInformerQueue(informerQueueOptions{
 		logger:          logger,
 		objectType:      options.ObjectType,
 		store:           store,
@@ -109,7 +110,7 @@ func newInformerController(store *cache, options InformerOptions) Controller {
 		metricsProvider: options.InformerMetricsProvider,
 	})
 	apply := newDeltaApplier(qlogger, store, tellHandler(handler), nil)
-	return New(&Config{
+	return newController(&Config{
 		Queue:            queue,
 		ListerWatcher:    options.ListerWatcher,
 		ObjectType:       options.ObjectType,
@@ -117,5 +118,5 @@ func newInformerController(store *cache, options InformerOptions) Controller {
 		MinWatchTimeout:  options.MinWatchTimeout,
 		Process:          apply.process,
 		ProcessBatch:     apply.processBatch,
-	})
+	}, clock.RealClock{}, reflectorHooks{prehold: prehold})
 }

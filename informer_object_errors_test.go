@@ -276,7 +276,7 @@ func newObjErrPipeline(id InformerNameAndResource, provider *objectErrorProvider
 	flaky := &storeFlakyIndex{}
 	p := &objErrPipeline{batch: batch, told: map[string]*v1.Pod{}}
 	p.store = newCache(DeletionHandlingMetaNamespaceKeyFunc, Indexers{"app": flaky.fn}, []StoreOption{WithStoreMetrics(id, provider)})
-	logger, q := newInformerQueue(informerQueueOptions{
+	logger, q, _ := newInformerQueue(informerQueueOptions{
 		logger: klog.Background(), objectType: &v1.Pod{}, store: p.store, identifier: id, metricsProvider: provider,
 		transform: func(obj interface{}) (interface{}, error) {
 			if pod, ok := obj.(*v1.Pod); ok && pod.Labels["untransformable"] == "yes" {

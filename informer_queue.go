@@ -12,9 +12,8 @@ type informerQueueOptions struct {
 	logger     klog.Logger
 	objectType interface{}
 	store      KeyListerGetter
-	// prehold, when not nil, holds a watch-list's objects in the store's
-	// form as they arrive (the store's preholder).
-	prehold         preholdFunc
+	// prehold, when not nil, is the store's preholder.
+	prehold preholdFunc
 	transform       TransformFunc
 	identifier      InformerNameAndResource
 	metricsProvider InformerMetricsProvider
@@ -25,8 +24,9 @@ type informerQueueOptions struct {
 // call: with AtomicFIFO an atomic RealFIFO that emits bookmarks and unlocks
 // while processing per UnlockWhileProcessingFIFO; without it a RealFIFO that
 // consults the store. InOrderInformers, which could once select a DeltaFIFO,
-// is locked on in client-go v0.37.2. It also returns the queue's logger.
-func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue) {
+// is locked on in client-go v0.37.2. It also returns the queue's logger and
+// the prehold for the Reflector: opts.prehold for an atomic queue, else nil.
+func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue, preholdFunc) {
 	gates := clientfeatures.FeatureGates()
 	logger := opts.logger
 	ro := RealFIFOOptions{
@@ -51,6 +51,6 @@ func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue) {
 		// its deltas to read them back.
 		prehold = opts.prehold
 	}
-	f := newRealFIFO(ro, prehold)
-	return f.logger, f
+	f := NewRealFIFOWithOptions(ro)
+	return f.logger, f, prehold
 }

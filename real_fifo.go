@@ -73,10 +73,6 @@ type RealFIFO struct {
 	knownObjects KeyListerGetter
 	transformer  TransformFunc
 
-	// prehold, given by a compact informer to its atomic queue, holds the
-	// objects of a watch-list stream as they arrive (store.Preheld).
-	prehold preholdFunc
-
 	atomicEvents          bool
 	unlockWhileProcessing bool
 	emitBookmarks         bool
@@ -119,13 +115,6 @@ func NewRealFIFO(keyFunc KeyFunc, knownObjects KeyListerGetter, transformer Tran
 // client-go it panics on contradictory options, which are a programming
 // error at construction; see RealFIFOOptions for the rules.
 func NewRealFIFOWithOptions(opts RealFIFOOptions) *RealFIFO {
-	return newRealFIFO(opts, nil)
-}
-
-// newRealFIFO is NewRealFIFOWithOptions for an informer's atomic queue,
-// with the store's prehold when it holds objects in another form (see
-// RealFIFO.prehold).
-func newRealFIFO(opts RealFIFOOptions, prehold preholdFunc) *RealFIFO {
 	if msg := realFIFOOptionsConflict(opts); msg != "" {
 		panic("coding error: " + msg)
 	}
@@ -142,7 +131,6 @@ func newRealFIFO(opts RealFIFOOptions, prehold preholdFunc) *RealFIFO {
 		metrics:               newQueueMetrics(opts.Identifier, opts.MetricsProvider),
 		measureLatency:        opts.Identifier.Reserved(),
 		keySeed:               maphash.MakeSeed(),
-		prehold:               prehold,
 	}
 	f.keys.unwrapDelta = true
 	if opts.Logger != nil {
@@ -280,10 +268,6 @@ func (f *RealFIFO) replaceAtomicLocked(list []interface{}, resourceVersion strin
 	}
 	f.pushLocked(Delta{Type: ReplacedAll, Object: ReplacedAllInfo{ResourceVersion: resourceVersion, Objects: objs}})
 }
-
-// streamPreholder returns how a watch-list stream into the queue should
-// hold its objects as they arrive, nil to keep them as they are.
-func (f *RealFIFO) streamPreholder() preholdFunc { return f.prehold }
 
 // leaveOut reports and counts err, the failure of one object of a relist,
 // which is left out as if it were not listed: it must not cost the others.

@@ -53,16 +53,12 @@ type leftOutObject struct {
 
 // newListHolder returns the holder for a LIST into store, nil when the
 // store does not hold objects ahead (not a compact informer's queue).
-func newListHolder(store ReflectorStore) *listHolder {
+func newListHolder(store ReflectorStore, prehold preholdFunc) *listHolder {
 	q, ok := store.(pretransformedQueue)
-	if !ok {
+	if !ok || prehold == nil {
 		return nil
 	}
-	p, ok := store.(preholdingQueue)
-	if !ok || p.streamPreholder() == nil {
-		return nil
-	}
-	return &listHolder{queue: q, transform: q.Transformer(), prehold: p.streamPreholder()}
+	return &listHolder{queue: q, transform: q.Transformer(), prehold: prehold}
 }
 
 // hold transforms obj and holds it as the store will, or sets it aside

@@ -26,7 +26,7 @@ func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 		return reflectorfsm.WatchListDone{Err: err}
 	}
 	run.w = w
-	buf := newStreamBuffer(run.r.store)
+	buf := newStreamBuffer(run.r.store, run.r.prehold)
 	synced, err := run.consume(start, buf, true, act.Patience)
 	switch {
 	case err == errReflectorStopped:
@@ -63,24 +63,17 @@ type pretransformedQueue interface {
 	leaveOutStreamed(obj interface{}, err error)
 }
 
-// preholdingQueue is a pretransformedQueue that may want a stream's
-// objects held as they arrive: a compact informer's RealFIFO.
-type preholdingQueue interface {
-	// streamPreholder is how the stream holds objects as they arrive; nil
-	// keeps them as they are.
-	streamPreholder() preholdFunc
-}
-
 // newStreamBuffer returns the buffer for a stream into store. The objects
-// get the store's own transform as they arrive, as they would in a store.
-func newStreamBuffer(store ReflectorStore) *watchListBuffer {
+// get the store's own transform as they arrive, as they would in a store,
+// and, into a pretransformedQueue, are held by prehold (when not nil).
+func newStreamBuffer(store ReflectorStore, prehold preholdFunc) *watchListBuffer {
 	switch s := store.(type) {
 	case pretransformedQueue:
 		b := newWatchListBuffer(s.Transformer())
 		b.queue = s
-		if p, ok := s.(preholdingQueue); ok && !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
+		if !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
 			// The detector compares the collected objects with a LIST's.
-			b.prehold = p.streamPreholder()
+			b.prehold = prehold
 		}
 		return b
 	case TransformingStore:

@@ -299,7 +299,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return nil, nil
 	}
-	qlogger, queue := newInformerQueue(informerQueueOptions{
+	qlogger, queue, prehold := newInformerQueue(informerQueueOptions{
 		logger:          logger,
 		objectType:      s.objectType,
 		store:           s.indexer,
@@ -317,6 +317,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 	if s.restart != nil {
 		committed, warmStart = s.restart.journalWrites, s.restart.warmStart
 	}
+	hooks := reflectorHooks{warmStart: warmStart, prehold: prehold}
 	apply := newDeltaApplier(qlogger, s.indexer, informerFanout{s}.notifyBatch, committed)
 	ctrl := newController(&Config{
 		Queue:             queue,
@@ -341,7 +342,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 			return err
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
-	}, s.clock, warmStart)
+	}, s.clock, hooks)
 	s.controller = ctrl
 	s.started = true
 	return ctrl, queue
