@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -49,6 +50,12 @@ type restarter struct {
 	// reflector is the informer's, whose checks of a watch event's
 	// object the catch-up's events pass too.
 	reflector func() *Reflector
+
+	// lock is held on the path from start to stop: one informer per path.
+	lock *snapshot.Lock
+	// saveErr is the text of the last failed save's error, logged once
+	// until a save succeeds; touched by saves only, which never overlap.
+	saveErr string
 
 	mu sync.Mutex
 	// lastRV is the version of the snapshot on disk, loaded or saved.
@@ -92,15 +99,46 @@ type warmStartResult struct {
 	rv     string
 }
 
-// newRestarter returns s's restarter for options, or nil, logged once with
-// the reason, when snapshots cannot be taken of this informer.
+// newRestarter returns s's restarter for options, holding the path's
+// lock, or nil, logged once with the reason, when snapshots cannot be
+// taken of this informer (another informer or process holds the path,
+// say).
 func newRestarter(logger klog.Logger, s *sharedIndexInformer, lw ListerWatcher, options SnapshotOptions) *restarter {
 	r, err := buildRestarter(s, lw, options)
+	if err == nil {
+		err = r.claim(logger)
+	}
 	if err != nil {
 		logger.Info("Warning: snapshots turned off", "path", options.Path, "err", err)
 		return nil
 	}
 	return r
+}
+
+// claim takes the path's lock, then removes what saves that crashed left
+// behind: no other informer saves there now.
+func (r *restarter) claim(logger klog.Logger) error {
+	lock, err := snapshot.TryLock(r.opts.Path)
+	if err != nil {
+		return err
+	}
+	r.lock = lock
+	removed, err := snapshot.RemoveLeftovers(r.opts.Path, nextJournalPath(r.opts.Path))
+	if len(removed) > 0 {
+		logger.Info("Removed the files of interrupted snapshot saves", "path", r.opts.Path, "files", removed)
+	}
+	if err != nil {
+		logger.Error(err, "Snapshot leftovers not removed", "path", r.opts.Path)
+	}
+	return nil
+}
+
+// unlock releases the path's lock, once the informer's last save is done.
+func (r *restarter) unlock() {
+	if r.lock != nil {
+		_ = r.lock.Unlock()
+		r.lock = nil
+	}
 }
 
 func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOptions) (*restarter, error) {
@@ -142,8 +180,11 @@ func (s *sharedIndexInformer) reflector() *Reflector {
 }
 
 func withSnapshotDefaults(o SnapshotOptions) SnapshotOptions {
-	if o.Interval == 0 {
+	switch {
+	case o.Interval == 0:
 		o.Interval = DefaultSnapshotInterval
+	case o.Interval > 0 && o.Interval < MinSnapshotInterval:
+		o.Interval = MinSnapshotInterval
 	}
 	if o.Metrics == nil {
 		o.Metrics = noSnapshotMetrics{}
@@ -178,7 +219,8 @@ func snapshotIdentity(s *sharedIndexInformer, lw ListerWatcher, options Snapshot
 		return snapshot.Header{}, fmt.Errorf("no SnapshotOptions.Scope, and the ListerWatcher (%T) was not made by NewListWatchFromClient or NewFilteredListWatchFromClient", lw)
 	}
 	h := snapshot.Header{Resource: gvr.String(), Namespace: scope.Namespace,
-		LabelSelector: canonicalLabels(scope.LabelSelector), FieldSelector: canonicalFields(scope.FieldSelector)}
+		LabelSelector: canonicalLabels(scope.LabelSelector), FieldSelector: canonicalFields(scope.FieldSelector),
+		Cluster: options.ClusterID}
 	if sel := s.shardSelector; sel != nil && !sel.Empty() {
 		h.Shard = sel.String()
 	}
@@ -240,6 +282,7 @@ func (r *restarter) warmStart(ctx context.Context) warmStartResult {
 	if refl := r.reflector(); refl != nil {
 		accepts = func(obj runtime.Object) bool { return refl.acceptsEventObject(ctx, obj) }
 	}
+	stopWaitLog := r.logWhileWaiting(logger)
 	res := catchup.Run(ctx, catchup.Config{
 		ListerWatcher: r.lw,
 		Load:          func() (string, error) { return r.load(logger, staged) },
@@ -248,9 +291,11 @@ func (r *restarter) warmStart(ctx context.Context) warmStartResult {
 				r.apply(logger, staged, ev)
 			}
 		},
-		Machine: restartfsm.Config{CatchUpTimeout: r.opts.CatchUpTimeout},
-		Clock:   r.clock,
+		CheckProbe: r.checkProbe(staged, accepts),
+		Machine:    restartfsm.Config{CatchUpTimeout: r.opts.CatchUpTimeout},
+		Clock:      r.clock,
 	})
+	stopWaitLog()
 	r.endCatchUp(logger, res.Synced, res.ResourceVersion)
 	switch {
 	case res.Synced:
@@ -304,7 +349,7 @@ func (r *restarter) noteSnapshotSize() {
 func (r *restarter) apply(logger klog.Logger, staged map[string]any, ev watch.Event) {
 	key, err := informerKeyFunc(ev.Object)
 	if err != nil {
-		logger.Error(err, "Catch-up event not applied")
+		logger.Error(withoutObjects(err), "Catch-up event not applied")
 		return
 	}
 	var rv string
@@ -323,7 +368,7 @@ func (r *restarter) apply(logger klog.Logger, staged map[string]any, ev watch.Ev
 			r.journalStaged(logger, rv, key, staged[key])
 			return
 		}
-		logger.Error(err, "Catch-up event not applied", "key", key)
+		logger.Error(withoutObjects(err), "Catch-up event not applied", "key", key)
 	}
 	delete(staged, key)
 	r.journalStaged(logger, rv, key, nil)
@@ -366,16 +411,19 @@ func (r *restarter) save(logger klog.Logger) {
 	f := r.store.Freeze()
 	if f.RV() == "" || f.RV() == last {
 		r.blockDeltas.Unlock()
+		if f.RV() == "" {
+			r.saveFailed(logger, errNoResourceVersion)
+		}
 		return
 	}
 	h := r.header(f, start)
 	j := r.startJournalLocked(logger, h, f.Set())
 	r.blockDeltas.Unlock()
 	if err := r.write(h, f); err != nil {
-		r.opts.Metrics.ObserveSnapshotFailed()
-		logger.Error(err, "Snapshot not saved", "path", r.opts.Path)
+		r.saveFailed(logger, err)
 		return
 	}
+	r.saveErr = ""
 	var size int64
 	if st, err := os.Stat(r.opts.Path); err == nil {
 		size = st.Size()
@@ -387,6 +435,94 @@ func (r *restarter) save(logger klog.Logger) {
 	r.mu.Unlock()
 	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.RV(), "objects", f.Len())
 }
+
+// errNoResourceVersion is a cache synced without a version to resume from.
+var errNoResourceVersion = errors.New("the server listed no resourceVersion to resume from (client-go's fake clientset lists none; fake.Server does)")
+
+// saveFailed counts a save that failed with err and logs why, once until
+// a save succeeds or fails for another reason: a cause that lasts (a full
+// disk, an object that does not encode) is not logged at every interval.
+func (r *restarter) saveFailed(logger klog.Logger, err error) {
+	r.opts.Metrics.ObserveSnapshotFailed()
+	err = withoutObjects(err)
+	if err.Error() == r.saveErr {
+		logger.V(4).Info("Snapshot not saved", "path", r.opts.Path, "err", err)
+		return
+	}
+	r.saveErr = err.Error()
+	logger.Error(err, "Snapshot not saved", "path", r.opts.Path)
+}
+
+// logWhileWaiting logs, when a restart has no catch-up timeout, every
+// SnapshotCatchUpWaitLogInterval that it still waits, until the returned
+// function is called: a catch-up that never ends says so.
+func (r *restarter) logWhileWaiting(logger klog.Logger) (stop func()) {
+	if r.opts.CatchUpTimeout != 0 {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		start := r.clock.Now()
+		for {
+			t := r.clock.NewTimer(SnapshotCatchUpWaitLogInterval)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C():
+				logger.Info("Warm restart still waiting to catch up, with no catch-up timeout", "path", r.opts.Path, "waited", r.clock.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}
+
+// checkProbe returns the check of the warm start's probe (docs/RESTART.md,
+// "Identity"): the first object listed, when no newer than the version
+// loaded into staged, has not changed since, so staged must hold it as
+// listed, same UID and resourceVersion; otherwise the snapshot is another
+// cluster's, or of a history the server no longer has (a restore without
+// a revision bump). An object accepts refuses, or whose versions do not
+// compare, is not checked.
+func (r *restarter) checkProbe(staged map[string]any, accepts func(runtime.Object) bool) func(runtime.Object, string) error {
+	return func(list runtime.Object, loaded string) error {
+		items, err := meta.ExtractList(list)
+		if err != nil || len(items) == 0 || !accepts(items[0]) {
+			return nil
+		}
+		m, err := meta.Accessor(items[0])
+		if err != nil {
+			return nil
+		}
+		rv := m.GetResourceVersion()
+		if cmp, err := resourceversion.CompareResourceVersion(rv, loaded); err != nil || cmp > 0 {
+			return nil
+		}
+		key, err := informerKeyFunc(items[0])
+		if err != nil {
+			return nil
+		}
+		held, ok := staged[key]
+		if !ok {
+			return fmt.Errorf("%w: the server has %q at resourceVersion %s, the snapshot at %s has no such object", errOtherHistory, key, rv, loaded)
+		}
+		uid, heldRV, err := r.store.IdentityOf(held)
+		if err != nil {
+			return nil
+		}
+		if (uid != "" && uid != m.GetUID()) || (heldRV != "" && heldRV != rv) {
+			return fmt.Errorf("%w: the server has %q at resourceVersion %s (uid %s), the snapshot at %s has it at %s (uid %s)", errOtherHistory, key, rv, m.GetUID(), loaded, heldRV, uid)
+		}
+		return nil
+	}
+}
+
+// errOtherHistory is a snapshot the probe's object contradicts.
+var errOtherHistory = errors.New("snapshot of another cluster, or of a history the server no longer has")
 
 // stop ends the informer's run, once its controller returned: when it
 // synced, the final state is kept, by syncing the journal when the
@@ -437,5 +573,6 @@ func (s *sharedIndexInformer) runSnapshots(ctx context.Context, c *controller) (
 	return func() {
 		<-done
 		r.stop(klog.FromContext(ctx), isClosed(synced))
+		r.unlock()
 	}
 }

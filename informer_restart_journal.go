@@ -324,7 +324,7 @@ func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged 
 	defer j.Close()
 	rv := h.ResourceVersion
 	framed := store.FramedIndexes(set)
-	for {
+	for i := 0; ; i++ {
 		c, err := j.Next()
 		if err == io.EOF {
 			r.continueJournal(logger, h, j, set)
@@ -338,7 +338,7 @@ func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged 
 			key := string(c.Key)
 			obj, err := r.store.LoadRecord(key, c.Value, set, framed)
 			if err != nil {
-				return "", &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("journal record %q", key), Err: err}
+				return "", store.Undecodable("journal change", i, err)
 			}
 			staged[key] = obj
 		case snapshot.Delete:

@@ -132,7 +132,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		defaultResync:     options.ResyncPeriod,
 		stripFields:       options.StripManagedFields,
 		shardSelector:     options.ShardSelector,
-		snapshot:          options.Snapshot,
+		snapshot:          checkedSnapshotOptions(options.Snapshot),
 	}
 	s.processor = newSharedProcessor(&listenerConfig{
 		clock:         clk,
@@ -142,6 +142,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		metrics:       options.HandlerMetricsProvider,
 		id:            options.Identifier,
 	})
+	observeInformerState(s)
 	return s
 }
 

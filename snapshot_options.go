@@ -1,9 +1,14 @@
 package cache
 
 import (
+	"errors"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache/internal/snapshot"
 )
 
 // SnapshotOptions turns on warm restarts (docs/RESTART.md): the informer
@@ -13,11 +18,19 @@ import (
 // applied since (Path + ".journal"), so that a restart after a crash resumes
 // from the last change, and a stop whose file and journal already hold the
 // final state only syncs the journal rather than writing the whole file.
+//
+// The files hold the cached objects in clear, Secrets' data included, in
+// mode 0600 (docs/RESTART.md, "Files and what they hold"). Options that
+// cannot work (an empty Path, a directory that does not exist) are
+// reported once when the informer is made, which then runs without
+// snapshots.
 type SnapshotOptions struct {
 	// Path is the snapshot file. Its directory must exist and survive the
 	// restarts that should be warm: an emptyDir survives container
 	// restarts (crash loops, OOM kills), a persistent volume survives a
-	// pod's replacement. One informer per path.
+	// pod's replacement. Use a directory no other user can write to. One
+	// informer per path: a lock (Path + ".lock") held while the informer
+	// runs turns a second one's snapshots off, logged at its start.
 	Path string
 	// Scope is what the ListerWatcher lists beyond the object type. Nil
 	// derives it from a ListWatch made by NewListWatchFromClient or
@@ -34,14 +47,23 @@ type SnapshotOptions struct {
 	// functions); a snapshot saved under another Version is not used. Bump
 	// it when the function given to SetTransform or an indexer changes.
 	Version string
+	// ClusterID names the cluster the informer lists from, for example
+	// the UID of its kube-system namespace; "" names none. It is recorded
+	// in the snapshot, and a snapshot recorded with another is refused:
+	// set it wherever one path may meet two clusters (a volume moved, two
+	// kubeconfigs). Without it, a snapshot of another cluster is caught
+	// only by the probe's check of one object (docs/RESTART.md,
+	// "Identity").
+	ClusterID string
 	// Interval is the time between snapshots while running; 0 means
-	// DefaultSnapshotInterval, a negative value saves only when the
-	// informer stops.
+	// DefaultSnapshotInterval, a value below MinSnapshotInterval is raised
+	// to it, a negative value saves only when the informer stops.
 	Interval time.Duration
 	// CatchUpTimeout bounds how long a restart waits for the resumed watch
 	// to reach the server's current resourceVersion before it falls back
 	// to a full sync; 0 means DefaultSnapshotCatchUpTimeout, a negative
-	// value waits for ever.
+	// value waits for ever, logging every SnapshotCatchUpWaitLogInterval
+	// that it still waits.
 	CatchUpTimeout time.Duration
 	// Metrics receives snapshot and restart measurements; nil records
 	// none.
@@ -63,3 +85,30 @@ const DefaultSnapshotInterval = 5 * time.Minute
 // DefaultSnapshotCatchUpTimeout is how long a restart waits to catch up
 // when SnapshotOptions.CatchUpTimeout is 0.
 const DefaultSnapshotCatchUpTimeout = 90 * time.Second
+
+// MinSnapshotInterval is the least time between snapshots: a positive
+// SnapshotOptions.Interval below it is raised to it, since each save
+// writes the whole cache.
+const MinSnapshotInterval = time.Second
+
+// SnapshotCatchUpWaitLogInterval is how often a restart without a
+// catch-up timeout logs that it is still waiting.
+const SnapshotCatchUpWaitLogInterval = time.Minute
+
+// checkedSnapshotOptions returns o when its Path can be used, else nil,
+// logged once: an informer is made without snapshots rather than failing
+// at every save.
+func checkedSnapshotOptions(o *SnapshotOptions) *SnapshotOptions {
+	if o == nil {
+		return nil
+	}
+	err := errors.New("SnapshotOptions.Path is empty")
+	if o.Path != "" {
+		err = snapshot.CheckDir(filepath.Dir(o.Path))
+	}
+	if err != nil {
+		klog.Background().Info("Warning: snapshots turned off", "path", o.Path, "err", err)
+		return nil
+	}
+	return o
+}

@@ -8,16 +8,19 @@ package dynamicinformer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	cache "github.com/openinformer/cache"
 	build "github.com/openinformer/cache/internal/informerbuild"
+	"github.com/openinformer/cache/internal/snapshot"
 	"github.com/openinformer/cache/sharding"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	clientdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
@@ -57,7 +60,11 @@ func WithTweakListOptions(tweak TweakListOptionsFunc) SharedInformerOption {
 // of each resource's informer options before the informer is created.
 // Several are applied in order.
 func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
-	return func(s *settings) { s.build.Adjust = append(s.build.Adjust, fn) }
+	return func(s *settings) {
+		if fn != nil { // nil adjusts nothing, as client-go's nil tweak
+			s.build.Adjust = append(s.build.Adjust, fn)
+		}
+	}
 }
 
 // WithShardSelector restricts every informer to the objects selector
@@ -70,10 +77,18 @@ func WithShardSelector(selector apisharding.Selector) SharedInformerOption {
 // informer of the factory: each saves its cache to its own file in dir,
 // named after its resource and a hash of its namespace, selectors, shard
 // and version (see SnapshotOptions.Version: bump it when the transform or
-// the index functions change). dir must exist. WithInformerOptions' fn sees
-// each informer's Snapshot set, and may change its Interval or set it nil.
+// the index functions change). dir must exist: an empty or missing dir is
+// reported (utilruntime.HandleError) when the factory is made, which then
+// builds informers without snapshots. WithInformerOptions' fn sees each
+// informer's Snapshot set, and may change its Interval or set it nil.
 func WithSnapshots(dir, version string) SharedInformerOption {
-	return func(s *settings) { s.build.Snapshots = &build.Snapshots{Dir: dir, Version: version} }
+	return func(s *settings) {
+		if err := snapshot.CheckDir(dir); err != nil {
+			utilruntime.HandleError(fmt.Errorf("dynamicinformer.WithSnapshots: %w; snapshots turned off", err))
+			return
+		}
+		s.build.Snapshots = &build.Snapshots{Dir: dir, Version: version}
+	}
 }
 
 // WithShard restricts each resource's informer to the shard fn returns for

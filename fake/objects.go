@@ -64,6 +64,11 @@ func (s *Server) Update(obj runtime.Object) (runtime.Object, error) {
 	if !ok {
 		return nil, apierrors.NewNotFound(s.kind.resource, m.GetName())
 	}
+	if s.opts.StatusSubresource {
+		if obj, err = s.withStatusOf(obj, old); err != nil {
+			return nil, err
+		}
+	}
 	return s.updateLocked(key, old, obj)
 }
 
@@ -81,12 +86,21 @@ func (s *Server) Get(namespace, name string) (runtime.Object, error) {
 // Delete removes an object and returns its final state, carrying the deletion's
 // resourceVersion as watchers see it in the DELETED event. A missing object is NotFound.
 func (s *Server) Delete(namespace, name string) (runtime.Object, error) {
+	return s.deleteIf(namespace, name, nil)
+}
+
+// deleteIf is Delete with DeleteOptions' preconditions: a UID or resourceVersion that does not
+// match the stored object's is a 409 Conflict, as on the API server.
+func (s *Server) deleteIf(namespace, name string, pre *metav1.Preconditions) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := s.key(namespace, name)
 	old, ok := s.objects[key]
 	if !ok {
 		return nil, apierrors.NewNotFound(s.kind.resource, name)
+	}
+	if err := s.checkPreconditions(old, pre); err != nil {
+		return nil, err
 	}
 	s.rv++
 	final := old.DeepCopyObject()
@@ -100,11 +114,16 @@ func (s *Server) Delete(namespace, name string) (runtime.Object, error) {
 // to a stored object and stores the result like Update (a resourceVersion in the
 // patch is a precondition).
 func (s *Server) Patch(namespace, name string, pt types.PatchType, data []byte) (runtime.Object, error) {
+	return s.patch(namespace, name, pt, data, false)
+}
+
+// patch applies a patch to the whole object, or to its status only when status is set.
+func (s *Server) patch(namespace, name string, pt types.PatchType, data []byte, status bool) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := s.key(namespace, name)
 	old, ok := s.objects[key]
-	if !ok {
+	if !ok || (status && !s.opts.StatusSubresource) {
 		return nil, apierrors.NewNotFound(s.kind.resource, name)
 	}
 	patched, err := s.applyPatch(old, pt, data)
@@ -114,6 +133,14 @@ func (s *Server) Patch(namespace, name string, pt types.PatchType, data []byte) 
 	m := metaOf(patched)
 	if m.GetName() != name || objectKey(m) != key {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the patched object (%s) does not match the request (%s)", objectKey(m), key))
+	}
+	if status {
+		patched, err = s.statusUpdate(old, patched)
+	} else if s.opts.StatusSubresource {
+		patched, err = s.withStatusOf(patched, old)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return s.updateLocked(key, old, patched)
 }

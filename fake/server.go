@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,8 +27,10 @@ type Options struct {
 	Object runtime.Object
 	// GroupVersionKind names the served kind. For typed objects it is looked up in Scheme when empty.
 	GroupVersionKind schema.GroupVersionKind
-	// Resource is used in error messages (NotFound, Conflict). Defaults to the lower-case plural of
-	// the kind with a trailing "s".
+	// Resource is the plural resource name, used in error messages (NotFound, Conflict) and in a
+	// Cluster's URLs. Defaults to the lower-case kind made plural the way client-go's
+	// meta.UnsafeGuessKindToResource does (Pod → pods, NetworkPolicy → networkpolicies); set it
+	// for irregular plurals such as Endpoints.
 	Resource string
 	// Scheme resolves typed objects; defaults to client-go's kubernetes scheme.
 	Scheme *runtime.Scheme
@@ -56,6 +59,10 @@ type Options struct {
 	// ShardSelectors is how ListOptions.ShardSelector is treated: applied (the default, like the
 	// ShardedListAndWatch feature gate on), ignored (gate off) or rejected.
 	ShardSelectors ShardSelectorSupport
+	// StatusSubresource serves a status subresource, as most built-in kinds and custom resources
+	// with subresources.status do: Update and Patch keep the stored status, UpdateStatus and
+	// PatchStatus change only the status. Without it UpdateStatus and PatchStatus are NotFound.
+	StatusSubresource bool
 	// Objects are loaded at start, as if the server had just listed them from storage: they get
 	// new resourceVersions (any they carry is replaced) and the history window starts after them.
 	Objects []runtime.Object
@@ -235,19 +242,10 @@ var errNoKind = errors.New("fake: Options.Object is nil: set it to a prototype o
 
 func resourceFor(gvk schema.GroupVersionKind, resource string) schema.GroupResource {
 	if resource == "" {
-		resource = lower(gvk.Kind) + "s"
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		resource = plural.Resource
 	}
 	return schema.GroupResource{Group: gvk.Group, Resource: resource}
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // GroupVersionKind returns the served kind.

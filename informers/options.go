@@ -1,12 +1,16 @@
 package informers
 
 import (
+	"fmt"
+
 	cache "github.com/openinformer/cache"
 	build "github.com/openinformer/cache/internal/informerbuild"
+	"github.com/openinformer/cache/internal/snapshot"
 	"github.com/openinformer/cache/sharding"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 // buildOptions are openinformer's settings for the informers the factory
@@ -32,7 +36,9 @@ type buildOptions struct {
 // passed to InformerFor are the caller's and are not adjusted.
 func WithInformerOptions(fn func(obj runtime.Object, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
 	return func(f *sharedInformerFactory) *sharedInformerFactory {
-		f.build.adjust = append(f.build.adjust, fn)
+		if fn != nil { // nil adjusts nothing, as client-go's nil tweak
+			f.build.adjust = append(f.build.adjust, fn)
+		}
 		return f
 	}
 }
@@ -62,12 +68,18 @@ func WithShard(fn func(obj runtime.Object) *sharding.Shard) SharedInformerOption
 // the factory builds for built-in resources: each saves its cache to its
 // own file in dir, named after its resource and a hash of its namespace,
 // selectors, shard and version (see SnapshotOptions.Version: bump it when
-// the transform or the index functions change). dir must exist.
+// the transform or the index functions change). dir must exist: an empty
+// or missing dir is reported (utilruntime.HandleError) when the factory is
+// made, which then builds informers without snapshots.
 // WithInformerOptions' fn sees each informer's Snapshot set, and may change
 // its Interval or set it nil. Informers made by a caller's own newFunc
 // passed to InformerFor are the caller's and get no snapshot.
 func WithSnapshots(dir, version string) SharedInformerOption {
 	return func(f *sharedInformerFactory) *sharedInformerFactory {
+		if err := snapshot.CheckDir(dir); err != nil {
+			utilruntime.HandleError(fmt.Errorf("informers.WithSnapshots: %w; snapshots turned off", err))
+			return f
+		}
 		f.build.snapshots = &build.Snapshots{Dir: dir, Version: version}
 		return f
 	}

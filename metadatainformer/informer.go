@@ -9,15 +9,18 @@ package metadatainformer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	cache "github.com/openinformer/cache"
 	build "github.com/openinformer/cache/internal/informerbuild"
+	"github.com/openinformer/cache/internal/snapshot"
 	"github.com/openinformer/cache/sharding"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
@@ -65,7 +68,12 @@ func WithTransform(transform cache.TransformFunc) SharedInformerOption {
 // of each resource's informer options before the informer is created.
 // Several are applied in order.
 func WithInformerOptions(fn func(gvr schema.GroupVersionResource, opts *cache.SharedIndexInformerOptions)) SharedInformerOption {
-	return func(s *settings) *settings { s.build.Adjust = append(s.build.Adjust, fn); return s }
+	return func(s *settings) *settings {
+		if fn != nil { // nil adjusts nothing, as client-go's nil tweak
+			s.build.Adjust = append(s.build.Adjust, fn)
+		}
+		return s
+	}
 }
 
 // WithShardSelector restricts every informer to the objects selector
@@ -79,11 +87,17 @@ func WithShardSelector(selector apisharding.Selector) SharedInformerOption {
 // named after its resource and a hash of its namespace, selectors, shard
 // and version (see SnapshotOptions.Version: bump it when the transform or
 // the index functions change). The resource is the one ForResource is
-// given, which a PartialObjectMetadata cannot tell. dir must exist.
+// given, which a PartialObjectMetadata cannot tell. dir must exist: an
+// empty or missing dir is reported (utilruntime.HandleError) when the
+// factory is made, which then builds informers without snapshots.
 // WithInformerOptions' fn sees each informer's Snapshot set, and may change
 // its Interval or set it nil.
 func WithSnapshots(dir, version string) SharedInformerOption {
 	return func(s *settings) *settings {
+		if err := snapshot.CheckDir(dir); err != nil {
+			utilruntime.HandleError(fmt.Errorf("metadatainformer.WithSnapshots: %w; snapshots turned off", err))
+			return s
+		}
 		s.build.Snapshots = &build.Snapshots{Dir: dir, Version: version}
 		return s
 	}

@@ -17,7 +17,8 @@ import (
 // module cache, moves it to a throwaway module as a project's generated
 // code would be, rewrites it with this command and runs a program that
 // checks, by package path, that the informer the generated code builds on
-// a factory is openinformer's all the way down (typed wrapper included).
+// a factory is openinformer's all the way down (typed wrapper included),
+// built with the factory's openinformer options.
 // (The whole generated tree with its factory works the same way but takes
 // minutes to compile.)
 func TestRewrittenInformerGenOutputBuildsOurInformers(t *testing.T) {
@@ -34,15 +35,15 @@ func TestRewrittenInformerGenOutputBuildsOurInformers(t *testing.T) {
 
 	t.Chdir(mod)
 	var listed strings.Builder
-	changed, err := run([]string{"./generated/..."}, importmap.Paths, false, &listed)
+	changed, err := run([]string{"./generated/..."}, importmap.Paths, false, &listed, io.Discard)
 	if err != nil || changed == 0 {
 		t.Fatalf("rewrite: %d files, %v", changed, err)
 	}
-	if again, err := run([]string{"./generated/..."}, importmap.Paths, true, io.Discard); err != nil || again != 0 {
+	if again, err := run([]string{"./generated/..."}, importmap.Paths, true, io.Discard, io.Discard); err != nil || again != 0 {
 		t.Errorf("second run would change %d files (%v), want none", again, err)
 	}
-	if out := goOut(t, mod, "run", "."); strings.TrimSpace(out) != "ours ours" {
-		t.Errorf("program says %q, want the typed wrapper and the informer to be ours", out)
+	if out := goOut(t, mod, "run", "."); strings.TrimSpace(out) != "ours ours adjusted" {
+		t.Errorf("program says %q, want the typed wrapper and the informer to be ours, built with the factory's options", out)
 	}
 }
 
@@ -50,6 +51,13 @@ func TestRewrittenInformerGenOutputBuildsOurInformers(t *testing.T) {
 // imports of client-go's informers into imports of the copy,
 // example.com/gen/generated.
 func copyGenerated(t *testing.T, src, dst string) {
+	t.Helper()
+	copyTree(t, src, dst, `"k8s.io/client-go/informers/`, `"example.com/gen/generated/`)
+}
+
+// copyTree copies the Go files (tests left out) under src to dst, replacing
+// from with to in each.
+func copyTree(t *testing.T, src, dst, from, to string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -59,7 +67,7 @@ func copyGenerated(t *testing.T, src, dst string) {
 		if err != nil {
 			return err
 		}
-		b = []byte(strings.ReplaceAll(string(b), `"k8s.io/client-go/informers/`, `"example.com/gen/generated/`))
+		b = []byte(strings.ReplaceAll(string(b), from, to))
 		rel, _ := filepath.Rel(src, path)
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
 			return err
@@ -81,14 +89,25 @@ import (
 	"example.com/gen/generated/core"
 	"example.com/gen/generated/internalinterfaces"
 	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/informers/genfactory"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
 // factory is the least a generated factory does: it calls the generated
-// constructor.
-type factory struct{ client kubernetes.Interface }
+// constructor, and hands it openinformer's options as openinformer-rewrite
+// has a generated factory do.
+type factory struct {
+	client  kubernetes.Interface
+	options *genfactory.Options
+}
+
+func (f factory) OpenInformerBuilder() *genfactory.Builder {
+	return f.options.Builder("", nil, nil)
+}
+
+var adjusted string
 
 func (f factory) Start(<-chan struct{}) {}
 
@@ -99,10 +118,17 @@ func (f factory) InformerFor(_ runtime.Object, newFunc internalinterfaces.NewInf
 func (f factory) InformerName() *cache.InformerName { return nil }
 
 func main() {
-	group := core.New(factory{fake.NewClientset()}, "", nil)
+	var options genfactory.Options
+	options.AddInformerOptions(func(obj runtime.Object, opts *cache.SharedIndexInformerOptions) {
+		adjusted = fmt.Sprintf("adjusted %T", obj)
+	})
+	group := core.New(factory{fake.NewClientset(), &options}, "", nil)
 	typed := reflect.ValueOf(group.V1().Pods().Informer())
 	inner := typed.Elem().Field(0).Elem()
-	fmt.Println(pkg(typed), pkg(inner))
+	if adjusted == "adjusted *v1.Pod" {
+		adjusted = "adjusted"
+	}
+	fmt.Println(pkg(typed), pkg(inner), adjusted)
 }
 
 func pkg(v reflect.Value) string {
@@ -117,11 +143,18 @@ func pkg(v reflect.Value) string {
 // same build list, and writes the checking program.
 func writeModule(t *testing.T, root, mod string) {
 	t.Helper()
+	writeModuleProgram(t, root, mod, "example.com/gen", program)
+}
+
+// writeModuleProgram makes mod module path, requiring this one (from root)
+// with the same build list, with main.go holding program.
+func writeModuleProgram(t *testing.T, root, mod, path, program string) {
+	t.Helper()
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.Replace(string(gomod), "module github.com/openinformer/cache", "module example.com/gen", 1)
+	s := strings.Replace(string(gomod), "module github.com/openinformer/cache", "module "+path, 1)
 	s += "\nrequire github.com/openinformer/cache v0.0.0\n\nreplace github.com/openinformer/cache => " + root + "\n"
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {

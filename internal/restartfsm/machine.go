@@ -142,10 +142,13 @@ type Loaded struct {
 	Missing         bool
 }
 
-// Probed reports the consistent limit=1 LIST.
+// Probed reports the consistent limit=1 LIST. Refused is set when the
+// caller found the listed object at odds with the snapshot (another
+// cluster, or a history rewritten): the snapshot is unusable.
 type Probed struct {
 	ResourceVersion string
 	Err             error
+	Refused         error
 }
 
 // WatchOpened reports that the WATCH request was accepted.
@@ -280,6 +283,9 @@ func (m *Machine) loaded(in Loaded) Action {
 // probed applies rule R3 (target): the snapshot may not be newer than the
 // server, and is already caught up if it is as new.
 func (m *Machine) probed(in Probed) Action {
+	if in.Refused != nil {
+		return m.fallback(Unusable, in.Refused)
+	}
 	if in.Err != nil {
 		if retriable(reflectorfsm.Classify(in.Err)) {
 			return Action{Kind: Probe, Backoff: true}

@@ -10,8 +10,9 @@ import (
 // FormatVersion is the version of the file layout this package writes and
 // the only one it reads. Any change to the layout or to the header's fields
 // increments it: a file of another version is refused (FormatVersionReason),
-// and the informer falls back to a fresh sync.
-const FormatVersion = 1
+// and the informer falls back to a fresh sync. Version 2 added the
+// cluster to the header and the header's own checksum.
+const FormatVersion = 2
 
 // magic opens every snapshot file; the CR LF catches text-mode mangling.
 const magic = "OISNAP\r\n"
@@ -48,6 +49,10 @@ type Header struct {
 	// Encoding names what each value holds (for example "compact/protobuf"),
 	// so that a store never decodes bytes of another encoding.
 	Encoding string
+	// Cluster identifies the cluster the objects were read from, when the
+	// informer was told one ("" otherwise): a snapshot of another cluster
+	// is refused before its records are read.
+	Cluster string
 	// Dictionary is the compression dictionary of compressed values, kept
 	// with them since they cannot be read without it; not compared.
 	Dictionary []byte
@@ -61,14 +66,15 @@ type Header struct {
 }
 
 // identity lists the fields Reader compares, with their names for errors.
-func (h *Header) identity() [6]struct{ name, value string } {
-	return [6]struct{ name, value string }{
+func (h *Header) identity() [7]struct{ name, value string } {
+	return [7]struct{ name, value string }{
 		{"resource", h.Resource},
 		{"namespace", h.Namespace},
 		{"label selector", h.LabelSelector},
 		{"field selector", h.FieldSelector},
 		{"shard", h.Shard},
 		{"encoding", h.Encoding},
+		{"cluster", h.Cluster},
 	}
 }
 
@@ -93,6 +99,10 @@ const (
 	CorruptReason
 	// IOReason: reading or writing failed for another cause (Error.Err).
 	IOReason
+	// UnsafeReason: the name is not a file this package could have made
+	// (a link, another user's file, a mode wider than 0600), so it is
+	// neither read, written, replaced nor removed.
+	UnsafeReason
 )
 
 // String names the reason the way logs print it.
@@ -112,11 +122,15 @@ func (r Reason) String() string {
 		return "corrupt"
 	case IOReason:
 		return "i/o error"
+	case UnsafeReason:
+		return "not a file of ours"
 	}
 	return fmt.Sprintf("Reason(%d)", int(r))
 }
 
-// Error is a refused snapshot.
+// Error is a refused snapshot. Its text never holds bytes read from a
+// file but the header's names, which are checksummed before they are
+// compared: a damaged file's contents stay out of logs.
 type Error struct {
 	Reason Reason
 	// Path is the file, when known.

@@ -66,20 +66,27 @@ type JournalWriter struct {
 	dirSynced bool
 }
 
-// CreateJournal starts the journal at path (replacing any), following the
-// snapshot whose header is h: a reader checks that it follows the snapshot
-// it loaded. The caller starts it after that snapshot was committed.
+// CreateJournal starts the journal at path (replacing any journal of
+// ours there), following the snapshot whose header is h: a reader checks
+// that it follows the snapshot it loaded. The caller starts it after that
+// snapshot was committed. The file is made under a fresh name, its header
+// written, then renamed to path (see files.go).
 func CreateJournal(path string, h Header) (*JournalWriter, error) {
 	if err := h.valid(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := createTemp(path)
 	if err != nil {
-		return nil, &Error{Reason: IOReason, Path: path, Err: err}
+		return nil, err
 	}
-	j := &JournalWriter{path: path, f: f}
-	if err := j.start(f, h); err != nil {
+	j := &JournalWriter{path: f.Name(), f: f}
+	err = j.start(f, h)
+	if err == nil {
+		err = j.Rename(path)
+	}
+	if err != nil {
 		f.Close()
+		_ = os.Remove(j.path)
 		return nil, err
 	}
 	return j, nil
@@ -117,9 +124,13 @@ func ContinueJournal(path string, r *JournalReader) (*JournalWriter, error) {
 	if !r.done {
 		return nil, fmt.Errorf("snapshot: journal %s not read to its end", path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err := openOwn(path, os.O_WRONLY)
 	if err != nil {
-		return nil, &Error{Reason: IOReason, Path: path, Err: err}
+		return nil, err
+	}
+	if err := sameFile(f, r.r.file); err != nil {
+		f.Close()
+		return nil, err
 	}
 	whole := r.whole
 	if err := f.Truncate(whole); err != nil {
@@ -234,8 +245,8 @@ func (j *JournalWriter) Rename(path string) error {
 	if j.f == nil {
 		return fmt.Errorf("snapshot: journal not written to a file")
 	}
-	if err := os.Rename(j.path, path); err != nil {
-		return &Error{Reason: IOReason, Path: j.path, Err: err}
+	if err := renameOwn(j.path, path); err != nil {
+		return err
 	}
 	j.path, j.dirSynced = path, false
 	return nil
@@ -251,6 +262,26 @@ func (j *JournalWriter) Close() error {
 		err = &Error{Reason: IOReason, Path: j.path, Err: cerr}
 	}
 	return err
+}
+
+// sameFile checks that f is the file read, which a rename may have
+// replaced at its name since.
+func sameFile(f, read *os.File) error {
+	if read == nil {
+		return fmt.Errorf("snapshot: journal %s was not opened by OpenJournal", f.Name())
+	}
+	a, err := f.Stat()
+	if err != nil {
+		return &Error{Reason: IOReason, Path: f.Name(), Err: err}
+	}
+	b, err := read.Stat()
+	if err != nil {
+		return &Error{Reason: IOReason, Path: f.Name(), Err: err}
+	}
+	if !os.SameFile(a, b) {
+		return &Error{Reason: UnsafeReason, Path: f.Name(), Detail: "replaced since it was read"}
+	}
+	return nil
 }
 
 // JournalReader reads a journal's changes in order.

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -54,12 +52,9 @@ func Open(path string, expect *Header) (*Reader, error) {
 // openFile opens path and makes a Reader of it with read, which the Reader
 // then closes; the file is closed at once if read fails.
 func openFile[R any](path string, read func(f *os.File, size int64) (*R, error)) (*R, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &Error{Reason: MissingReason, Path: path}
-	}
+	f, err := openOwn(path, os.O_RDONLY)
 	if err != nil {
-		return nil, &Error{Reason: IOReason, Path: path, Err: err}
+		return nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -147,7 +142,8 @@ func (r *Reader) readHeader() error {
 	return nil
 }
 
-// readPrelude reads the magic, the format version and the header.
+// readPrelude reads the magic, the format version and the header, whose
+// checksum is verified before any of its fields is looked at.
 func (r *Reader) readPrelude(want string) error {
 	if err := r.readMagic(want); err != nil {
 		return err
@@ -155,6 +151,13 @@ func (r *Reader) readPrelude(want string) error {
 	raw, err := r.bytes(nil, maxHeader, "header")
 	if err != nil {
 		return err
+	}
+	var sum [4]byte
+	if err := r.full(sum[:]); err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint32(sum[:]) != crc32.Checksum(raw, castagnoli) {
+		return r.refuse(CorruptReason, "header checksum")
 	}
 	return r.parseHeader(raw)
 }
@@ -170,7 +173,7 @@ func (r *Reader) readMagic(want string) error {
 		return err
 	}
 	if string(got) != want {
-		return r.refuse(NotSnapshotReason, fmt.Sprintf("starts with %q", got))
+		return r.refuse(NotSnapshotReason, "other magic bytes")
 	}
 	version, err := r.uvarint()
 	if err != nil {
@@ -189,7 +192,7 @@ const maxInt = int(^uint(0) >> 1)
 func (r *Reader) parseHeader(raw []byte) error {
 	p := headerParser{raw: raw}
 	h := &r.header
-	for _, dst := range []*string{&h.Resource, &h.Namespace, &h.LabelSelector, &h.FieldSelector, &h.Shard, &h.Encoding} {
+	for _, dst := range []*string{&h.Resource, &h.Namespace, &h.LabelSelector, &h.FieldSelector, &h.Shard, &h.Encoding, &h.Cluster} {
 		*dst = string(p.field())
 	}
 	if d := p.field(); len(d) > 0 {

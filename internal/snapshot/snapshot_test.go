@@ -109,7 +109,7 @@ func TestFormatVersionReason(t *testing.T) {
 	data[len(magic)] = FormatVersion + 1
 	_, err := NewReader(bytes.NewReader(data), int64(len(data)), nil)
 	require.Equal(t, FormatVersionReason, ReasonOf(err))
-	assert.Contains(t, err.Error(), `format version is "2", want "1"`)
+	assert.Contains(t, err.Error(), fmt.Sprintf(`format version is "%d", want "%d"`, FormatVersion+1, FormatVersion))
 }
 
 func TestMismatchReasonNamesTheField(t *testing.T) {
@@ -121,6 +121,7 @@ func TestMismatchReasonNamesTheField(t *testing.T) {
 		"field selector": func(h *Header) { h.FieldSelector = "" },
 		"shard":          func(h *Header) { h.Shard = "" },
 		"encoding":       func(h *Header) { h.Encoding = "compact/cbor" },
+		"cluster":        func(h *Header) { h.Cluster = "another" },
 	}
 	for field, change := range cases {
 		want := testHeader(1)

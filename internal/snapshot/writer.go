@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -36,9 +37,9 @@ func Create(path string, h Header) (*Writer, error) {
 	if err := h.valid(); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := createTemp(path)
 	if err != nil {
-		return nil, &Error{Reason: IOReason, Path: path, Err: err}
+		return nil, err
 	}
 	w := &Writer{path: path, tmp: f.Name(), f: f}
 	if err := w.start(f, h); err != nil {
@@ -80,6 +81,7 @@ func (w *Writer) start(dst io.Writer, h Header) error {
 	header := appendHeader(nil, &h)
 	w.uvarint(uint64(len(header)))
 	w.write(header)
+	w.write(binary.LittleEndian.AppendUint32(nil, crc32.Checksum(header, castagnoli)))
 	w.uvarint(uint64(h.Count))
 	return w.err
 }
@@ -148,7 +150,7 @@ func (w *Writer) Commit() error {
 		return w.abortWith(err)
 	}
 	w.f = nil
-	if err := os.Rename(w.tmp, w.path); err != nil {
+	if err := renameOwn(w.tmp, w.path); err != nil {
 		return w.abortWith(err)
 	}
 	return syncDir(filepath.Dir(w.path))
@@ -176,7 +178,11 @@ func (w *Writer) abortWith(err error) error {
 
 func (w *Writer) fail(err error) error {
 	if w.err == nil {
-		w.err = &Error{Reason: IOReason, Path: w.path, Err: err}
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Reason: IOReason, Path: w.path, Err: err}
+		}
+		w.err = e
 	}
 	return w.err
 }

@@ -213,6 +213,13 @@ func (s *Map) List() []interface{} {
 	return s.appendObjects(make([]interface{}, 0, items.Len()), items)
 }
 
+// Len is how many objects the map holds.
+func (s *Map) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.items.Len()
+}
+
 // ListKeys returns every key, from one consistent state.
 func (s *Map) ListKeys() []string {
 	s.mu.Lock()

@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/snapshot"
 )
 
@@ -218,7 +220,7 @@ func cutBytes(b []byte) (field, rest []byte, ok bool) {
 func (st *Snapshots) Read(r *snapshot.Reader, staged map[string]any) (string, error) {
 	set := st.m.indexers.Load()
 	framed := FramedIndexes(set)
-	for {
+	for i := 0; ; i++ {
 		key, value, err := r.Next()
 		if err == io.EOF {
 			return r.Header().ResourceVersion, nil
@@ -229,10 +231,37 @@ func (st *Snapshots) Read(r *snapshot.Reader, staged map[string]any) (string, er
 		k := string(key)
 		obj, err := st.LoadRecord(k, value, set, framed)
 		if err != nil {
-			return "", &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("record %q", k), Err: err}
+			return "", Undecodable("record", i, err)
 		}
 		staged[k] = obj
 	}
+}
+
+// Undecodable is the error of the i-th record or change (what) that does
+// not decode. It names neither the record's key nor the decoder's error,
+// whose texts may quote the file's bytes: read before the checksum that
+// would tell a damaged file, a "key" may be any of its bytes.
+func Undecodable(what string, i int, err error) error {
+	return &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("%s %d does not decode (%T)", what, i, err)}
+}
+
+// IdentityOf returns the UID and resourceVersion of a staged value (a
+// compact store's Preheld encoding, decoded for the purpose, or an
+// object).
+func (st *Snapshots) IdentityOf(held any) (uid types.UID, rv string, err error) {
+	if p, ok := held.(Preheld); ok {
+		held = p.held
+	}
+	if e, ok := held.(compact.Encoding); ok {
+		if held, err = st.codec.Decode(e); err != nil {
+			return "", "", err
+		}
+	}
+	m, err := objmeta.Accessor(held)
+	if err != nil {
+		return "", "", err
+	}
+	return m.GetUID(), m.GetResourceVersion(), nil
 }
 
 // LoadRecord turns one value into what staged keeps for key.

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -43,6 +44,10 @@ type Config struct {
 	// Apply applies a catch-up event (ADDED, MODIFIED or DELETED) to the
 	// staged cache; handlers are not told.
 	Apply func(watch.Event)
+	// CheckProbe, when set, is given the probe's list and the version Load
+	// returned: an error refuses the snapshot (restartfsm.Unusable), for a
+	// listed object the snapshot should hold as listed and does not.
+	CheckProbe func(list runtime.Object, loaded string) error
 	// Machine configures the decisions.
 	Machine restartfsm.Config
 	// Clock times backoffs and the catch-up deadline; nil is the real one.
@@ -97,6 +102,8 @@ type run struct {
 	w        watch.Interface
 	event    watch.Event
 	deadline <-chan time.Time
+	// loaded is the version Load returned.
+	loaded string
 }
 
 func (r *run) loop() Result {
@@ -143,6 +150,7 @@ func (r *run) loop() Result {
 
 func (r *run) load() restartfsm.Input {
 	rv, err := r.cfg.Load()
+	r.loaded = rv
 	return restartfsm.Loaded{ResourceVersion: rv, Err: err, Missing: snapshot.ReasonOf(err) == snapshot.MissingReason}
 }
 
@@ -154,6 +162,11 @@ func (r *run) probe() restartfsm.Input {
 	list, err := meta.ListAccessor(obj)
 	if err != nil {
 		return restartfsm.Probed{Err: err}
+	}
+	if r.cfg.CheckProbe != nil {
+		if err := r.cfg.CheckProbe(obj, r.loaded); err != nil {
+			return restartfsm.Probed{Refused: err}
+		}
 	}
 	return restartfsm.Probed{ResourceVersion: list.GetResourceVersion()}
 }

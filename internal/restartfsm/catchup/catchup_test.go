@@ -2,6 +2,7 @@ package catchup
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/openinformer/cache/fake"
@@ -81,5 +83,33 @@ func TestStoppedRunReturnsTheContextsError(t *testing.T) {
 		assert.ErrorIs(t, res.Err, context.Canceled)
 		synctest.Wait()
 		assert.Zero(t, srv.OpenWatches())
+	})
+}
+
+// A probe CheckProbe refuses falls back as an unusable snapshot, before
+// any watch; CheckProbe sees the list and the version loaded.
+func TestRefusedProbeFallsBackUnusable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := fake.MustNew(fake.Options{Object: &corev1.Pod{}})
+		_, err := srv.Create(pod("a")) // 2
+		require.NoError(t, err)
+		refused := errors.New("another cluster")
+		var loaded string
+		var items int
+		res := Run(t.Context(), Config{
+			ListerWatcher: srv,
+			Load:          func() (string, error) { return "2", nil },
+			Apply:         func(watch.Event) { t.Error("applied") },
+			CheckProbe: func(list runtime.Object, rv string) error {
+				loaded, items = rv, len(list.(*corev1.PodList).Items)
+				return refused
+			},
+		})
+		assert.False(t, res.Synced)
+		assert.Equal(t, restartfsm.Unusable, res.Reason)
+		assert.ErrorIs(t, res.Err, refused)
+		assert.Equal(t, "2", loaded)
+		assert.Equal(t, 1, items)
+		assert.Equal(t, fake.RequestCounts{ProbeLists: 1}, srv.RequestCounts())
 	})
 }

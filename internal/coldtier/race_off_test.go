@@ -1,0 +1,5 @@
+//go:build !race
+
+package coldtier
+
+const raceEnabled = false
