@@ -13,7 +13,7 @@ type informerQueueOptions struct {
 	objectType interface{}
 	store      KeyListerGetter
 	// prehold, when not nil, is the store's preholder.
-	prehold preholdFunc
+	prehold         preholdFunc
 	transform       TransformFunc
 	identifier      InformerNameAndResource
 	metricsProvider InformerMetricsProvider
