@@ -264,15 +264,14 @@ func (r *restarter) journalStaged(logger klog.Logger, rv, key string, v any) {
 		return
 	}
 	var err error
-	switch v := v.(type) {
-	case nil:
+	if v == nil {
 		err = r.journal.Delete(rv, key)
-	case store.Preheld:
+	} else if held, set, vals, ok := store.HeldAhead(v); ok {
 		err = errJournalStops
-		if v.IndexSet() == r.journalSet {
-			err = r.appendPut(rv, key, v.Held(), v.IndexValues())
+		if set == r.journalSet {
+			err = r.appendPut(rv, key, held, vals)
 		}
-	default:
+	} else {
 		all, _ := r.journalSet.Values(nil, key, v)
 		err = r.appendPut(rv, key, v, all)
 	}

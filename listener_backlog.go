@@ -7,7 +7,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/openinformer/cache/internal/deque"
-	"github.com/openinformer/cache/internal/form"
 )
 
 // A bounded backlog (SharedIndexInformerOptions.MaxPendingNotificationsPerHandler).
@@ -81,8 +80,8 @@ func (o *backlogOverflow) record(n notification) error {
 // function (informerKeyFunc), and a decode here would run on the
 // processLoop, under the listener's lock.
 func (o *backlogOverflow) keyOf(obj interface{}) (string, error) {
-	if b, boxed := obj.(*form.Box); boxed {
-		return b.Key(), nil
+	if key, boxed := boxedKey(obj); boxed {
+		return key, nil
 	}
 	return o.keyFunc(obj)
 }

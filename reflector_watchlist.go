@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/openinformer/cache/internal/reflectorfsm"
-	"github.com/openinformer/cache/internal/store"
 )
 
 // watchList opens a watch-list stream and collects its initial events.
@@ -160,14 +159,14 @@ func (b *watchListBuffer) keepKey(name keyParts, stored interface{}) {
 	if b.transform == nil && b.prehold == nil {
 		return
 	}
-	if p, ok := stored.(store.Preheld); ok && b.keys == nil && name.is(p.Key()) {
+	if key, ok := heldKey(stored); ok && b.keys == nil && name.is(key) {
 		return
 	}
 	if b.keys == nil && b.prehold != nil {
 		earlier := b.items[:len(b.items)-1]
 		b.keys = make([]string, len(earlier), cap(b.items))
 		for i, obj := range earlier {
-			b.keys[i] = obj.(store.Preheld).Key()
+			b.keys[i], _ = heldKey(obj)
 		}
 	}
 	b.keys = append(b.keys, name.key())
@@ -279,8 +278,8 @@ func (b *watchListBuffer) index() {
 			b.slot[b.keys[i]] = i
 			continue
 		}
-		if p, ok := obj.(store.Preheld); ok {
-			b.slot[p.Key()] = i
+		if key, ok := heldKey(obj); ok {
+			b.slot[key] = i
 			continue
 		}
 		if p, err := metaKeyParts(obj); err == nil {

@@ -255,6 +255,16 @@ func (c *cache) preholder() preholdFunc {
 	}
 }
 
+// heldKey is the store key of a value a preholdFunc returned, false for
+// any other value.
+func heldKey(v any) (string, bool) {
+	p, ok := v.(store.Preheld)
+	if !ok {
+		return "", false
+	}
+	return p.Key(), true
+}
+
 // Resync does nothing.
 func (c *cache) Resync() error {
 	return nil

@@ -82,6 +82,16 @@ func (p Preheld) IndexSet() *IndexerSet { return p.index.set }
 // by position in IndexSet; nil when there are none.
 func (p Preheld) IndexValues() [][]string { return p.index.vals }
 
+// HeldAhead is v's held value, index generation and values when v is a
+// Preheld (a staged value of a compact store), false for an object.
+func HeldAhead(v any) (held any, set *IndexerSet, vals [][]string, ok bool) {
+	p, ok := v.(Preheld)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	return p.held, p.index.set, p.index.vals, true
+}
+
 // BoxInto makes b the box of p's object, for a listener to read back.
 func (p Preheld) BoxInto(b *form.Box) { b.Fill(p.key, p.held, p.index.form) }
 
