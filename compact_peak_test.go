@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"fmt"
-	"github.com/openinformer/cache/internal/form"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/form"
 )
 
 // TestCompactInitialSyncPeak measures the live heap an informer holds at

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"github.com/openinformer/cache/internal/store"
 	"testing"
 	"unsafe"
 
@@ -9,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openinformer/cache/internal/store"
 )
 
 // A watch-list buffer keeps one preheld per object, boxed in its items:

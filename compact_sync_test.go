@@ -3,8 +3,6 @@ package cache
 import (
 	"context"
 	"fmt"
-	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/store"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // viewCounter wraps a store's form and counts its reads back: those that

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/klog/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // controllerTestQueue is an atomic RealFIFO, the default informer queue.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/store"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +17,8 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // heldBoxInformer is a compact informer (hot cache off unless hot, so

@@ -2,13 +2,13 @@ package cache
 
 import (
 	"errors"
-	"k8s.io/klog/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 )
 
 // An object of a relist that cannot be keyed is logged by what identifies

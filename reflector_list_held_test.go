@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/openinformer/cache/internal/store"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/openinformer/cache/internal/store"
 )
 
 // pagerScript answers a pager's requests from a list of responses, in

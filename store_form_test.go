@@ -3,10 +3,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"github.com/openinformer/cache/internal/compact"
-	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/store"
-	"k8s.io/apimachinery/pkg/runtime"
 	"math/rand"
 	"sort"
 	"strings"
@@ -16,7 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // These tests prove the form.Form seam: under a form that boxes every

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"github.com/openinformer/cache/internal/store"
 	"io"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/snapshot"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // stagedLines reads staged back as podLines, decoding preheld values.

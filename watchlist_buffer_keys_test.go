@@ -1,13 +1,14 @@
 package cache
 
 import (
-	"github.com/openinformer/cache/internal/store"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openinformer/cache/internal/store"
 )
 
 func TestKeyPartsIs(t *testing.T) {

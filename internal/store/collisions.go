@@ -3,10 +3,11 @@ package store
 import (
 	"context"
 	"errors"
-	"github.com/openinformer/cache/internal/objmeta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // A store keyed by namespace and name holds one object per key, and the

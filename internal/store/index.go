@@ -2,13 +2,13 @@ package store
 
 import (
 	"fmt"
-	"github.com/openinformer/cache/internal/objmeta"
-	clientcache "k8s.io/client-go/tools/cache"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/hashmap"
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // This file holds what a store knows about its indexes apart from the

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"github.com/openinformer/cache/internal/objmeta"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/hashmap"
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // The store keeps its items and every index in persistent hash maps

@@ -3,10 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
-	clientcache "k8s.io/client-go/tools/cache"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/internal/hashmap"
 )
