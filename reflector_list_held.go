@@ -17,7 +17,7 @@ import (
 )
 
 // A compact informer's LIST holds each listed object in the store's form
-// (store_prehold.go) as it is taken out of its response, the way its
+// (internal/store/prehold.go) as it is taken out of its response, the way its
 // watch-list stream does, so that the decoded list never lives whole beside
 // the encodings: a paged list's pages are held as they arrive and dropped,
 // and a list in one response (the watch cache's, the common case) has each

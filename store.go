@@ -183,7 +183,7 @@ func (c *cache) ListKeys() []string {
 }
 
 // LastStoreSyncResourceVersion returns the last resource version the store
-// recorded (see threadSafeMap).
+// recorded (see store.Map).
 func (c *cache) LastStoreSyncResourceVersion() string {
 	return c.storage.LastStoreSyncResourceVersion()
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // The store's write pipeline. Every mutation but a swap of the whole
-// content (Replace, thread_safe_store_replace.go) is a Batch: one
+// content (Replace, replace.go) is a Batch: one
 // write record per key written, prepared outside the lock and committed
 // under it, all here. Add, Update, Delete and Transaction of the Store and
 // of the ThreadSafeStore, and an informer's batch of deltas, differ only

@@ -1,8 +1,10 @@
 // Command pathfiles measures which files of the root package one watch
 // MODIFIED passes on its way to a handler's OnUpdate (issue 38's "files per
-// path"): it runs the root package's TestPathCoverageOneUpdate with
-// coverage counters cleared just before the event, then counts the files
-// and functions with a statement that ran. Run it from the module root:
+// path"): it builds itself with coverage of the module's packages, runs
+// that build's driver (an informer on a fake server, synced, with coverage
+// counters cleared just before the event; drive.go), then counts the
+// files and functions with a statement that ran. Run it from the module
+// root:
 //
 //	go run ./internal/cmd/pathfiles
 package main
@@ -10,10 +12,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -21,6 +25,15 @@ import (
 const module = "github.com/openinformer/cache"
 
 func main() {
+	drive := flag.String("drive", "", "run the path and write its coverage counters to this directory (used by the measuring run)")
+	flag.Parse()
+	if *drive != "" {
+		if err := drivePath(*drive); err != nil {
+			fmt.Fprintln(os.Stderr, "pathfiles:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "pathfiles:", err)
 		os.Exit(1)
@@ -33,13 +46,23 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	test := exec.Command("go", "test", "-count=1", "-covermode=atomic", "-coverpkg="+module+"/...",
-		"-run", "^TestPathCoverageOneUpdate$", ".")
-	test.Env = append(os.Environ(), "OPENINFORMER_PATH_COVERDIR="+dir)
-	test.Stderr = os.Stderr
-	if out, err := test.Output(); err != nil {
-		return fmt.Errorf("%v\n%s", err, out)
+	bin := filepath.Join(dir, "pathfiles")
+	build := exec.Command("go", "build", "-cover", "-covermode=atomic", "-coverpkg="+module+"/...", "-o", bin, "./internal/cmd/pathfiles")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build: %v", err)
 	}
+	counters := filepath.Join(dir, "counters")
+	if err := os.Mkdir(counters, 0o700); err != nil {
+		return err
+	}
+	drive := exec.Command(bin, "-drive", counters)
+	drive.Env = append(os.Environ(), "GOCOVERDIR="+filepath.Join(dir))
+	drive.Stdout, drive.Stderr = os.Stdout, os.Stderr
+	if err := drive.Run(); err != nil {
+		return fmt.Errorf("drive: %v", err)
+	}
+	dir = counters
 	text, err := exec.Command("go", "tool", "covdata", "textfmt", "-i="+dir, "-o=/dev/stdout").Output()
 	if err != nil {
 		return fmt.Errorf("covdata textfmt: %v", err)
