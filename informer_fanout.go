@@ -20,14 +20,17 @@ func (f informerFanout) notifyBatch(ns []notification) {
 // is staged in a buffer on the stack: listeners copy what they queue.
 func (f informerFanout) distributeChunk(ns []notification) {
 	var buf [preheldChunk]notification
-	ns = stagePreheld(ns, buf[:0], f.boxAdds())
+	detectorOff := f.detectorOff()
+	ns = stagePreheld(ns, buf[:0], detectorOff)
 	var sync []bool
 	for i := range ns {
 		n := &ns[i]
 		if n.kind == deleteNotification {
 			continue
 		}
-		f.s.mutationDetector.AddObject(n.newObj)
+		if !detectorOff {
+			f.s.mutationDetector.AddObject(n.newObj)
+		}
 		if n.kind == updateNotification && isSyncUpdate(n.oldObj, n.newObj) {
 			if sync == nil {
 				sync = make([]bool, len(ns))
@@ -38,10 +41,11 @@ func (f informerFanout) distributeChunk(ns []notification) {
 	f.s.processor.distribute(ns, sync)
 }
 
-// boxAdds reports whether preheld adds may reach the listeners encoded:
-// unless the mutation detector, which must see every object handed out,
-// is on.
-func (f informerFanout) boxAdds() bool {
+// detectorOff reports that the mutation detector (opt-in, by an
+// environment variable) is off: it then needs no object, and preheld adds
+// may reach the listeners encoded, since it is not there to see every
+// object handed out.
+func (f informerFanout) detectorOff() bool {
 	_, off := f.s.mutationDetector.(noopMutationDetector)
 	return off
 }

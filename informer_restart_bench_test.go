@@ -132,7 +132,7 @@ func applyAndJournal(tb testing.TB, inf *sharedIndexInformer, deltas []Delta) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	inf.journal(klog.Background(), deltas, err)
+	inf.restart.journalApplied(klog.Background(), deltas, err)
 }
 
 // BenchmarkStop100kPods is the stop of an informer of 100k realistic pods

@@ -369,16 +369,13 @@ func (r *restarter) continueJournal(logger klog.Logger, h snapshot.Header, j *sn
 	r.useJournalLocked(w, set, true)
 }
 
-// journal records a batch of deltas just applied, when snapshots are on;
-// a batch the store did not apply whole (applyErr) ends the journal, which
-// could not tell which of its changes hold. Call with blockDeltas held;
-// restart is set before the queue is popped.
-func (s *sharedIndexInformer) journal(logger klog.Logger, deltas []Delta, applyErr error) {
-	switch {
-	case s.restart == nil:
-	case applyErr != nil:
-		s.restart.stopJournalLocked()
-	default:
-		s.restart.journalBatch(logger, deltas)
+// journalApplied records a batch of deltas just applied; a batch the
+// store did not apply whole (applyErr) ends the journal, which could not
+// tell which of its changes hold. Call with blockDeltas held.
+func (r *restarter) journalApplied(logger klog.Logger, deltas []Delta, applyErr error) {
+	if applyErr != nil {
+		r.stopJournalLocked()
+		return
 	}
+	r.journalBatch(logger, deltas)
 }

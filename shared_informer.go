@@ -312,11 +312,12 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 	lw := NewShardedListWatch(s.lw, s.shardSelector)
 	var committed committedFunc
 	var warmStart warmStartFunc
+	var journal func(klog.Logger, []Delta, error)
 	if s.snapshot != nil {
 		s.restart = newRestarter(logger, s, lw, *s.snapshot)
 	}
 	if s.restart != nil {
-		committed, warmStart = s.restart.journalWrites, s.restart.warmStart
+		committed, warmStart, journal = s.restart.journalWrites, s.restart.warmStart, s.restart.journalApplied
 	}
 	hooks := reflectorHooks{warmStart: warmStart, prehold: prehold}
 	apply := newDeltaApplier(qlogger, s.indexer, informerFanout{s}.notifyBatch, committed)
@@ -331,15 +332,19 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
 			err := apply.process(obj, isInInitialList)
-			deltas, _ := obj.(Deltas)
-			s.journal(qlogger, deltas, err)
+			if journal != nil {
+				deltas, _ := obj.(Deltas)
+				journal(qlogger, deltas, err)
+			}
 			return err
 		},
 		ProcessBatch: func(deltas []Delta, isInInitialList bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
 			err := apply.processBatch(deltas, isInInitialList)
-			s.journal(qlogger, deltas, err)
+			if journal != nil {
+				journal(qlogger, deltas, err)
+			}
 			return err
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
