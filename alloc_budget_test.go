@@ -181,7 +181,7 @@ func compactUpdateAllocs(t *testing.T, n, hot int) (perUpdate, encode float64) {
 	update := func() {
 		d := [1]Delta{{Type: Updated, Object: versions[(i/n+1)%2][i%n]}}
 		var err error
-		if changes, _, err = c.applyDeltas(d[:], false, changes[:0]); err == nil && len(changes) == 1 {
+		if changes, _, err = c.applyDeltas(d[:], false, changes[:0], nil); err == nil && len(changes) == 1 {
 			applied++
 		}
 		i++

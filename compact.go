@@ -1,5 +1,7 @@
 package cache
 
+import "github.com/openinformer/cache/internal/form"
+
 // CompactOptions turns on compact storage: objects are kept encoded.
 type CompactOptions struct {
 	// HotObjects bounds the cache of recently decoded objects; 0 (the zero
@@ -28,7 +30,7 @@ func NewCompactIndexer(keyFunc KeyFunc, indexers Indexers, opts CompactOptions, 
 
 // storeOption turns compact storage on in a store.
 func (o CompactOptions) storeOption() StoreOption {
-	return withStoredForm(newCompactForm(o))
+	return withStoredForm(form.NewCompact(o.HotObjects))
 }
 
 // compactStoreOptions is the store option of an informer's

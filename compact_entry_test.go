@@ -66,7 +66,7 @@ func compactEntryHeap(t *testing.T, objs []*unstructured.Unstructured) (store, e
 	}
 	store = settledHeap() - before
 	encs := make([]compact.Encoding, 0, len(objs))
-	idx.(*cache).storage.items.Range(func(_ string, held any) bool {
+	storeItems(idx.(*cache).storage).Range(func(_ string, held any) bool {
 		encs = append(encs, held.(compact.Encoding))
 		return true
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/form"
 )
 
 // TestCompactInitialSyncPeak measures the live heap an informer holds at
@@ -125,7 +126,7 @@ func liveHeap() uint64 {
 // back (to index them, and for the handlers), with the caller stopped, so
 // that nothing allocated meanwhile counts.
 type probeForm struct {
-	inner  storedForm
+	form.Form
 	every  int64
 	calls  atomic.Int64
 	views  atomic.Int64
@@ -137,45 +138,35 @@ type probeForm struct {
 // probeStore makes inf's store hold and read through a probeForm; call
 // before Run.
 func probeStore(inf SharedIndexInformer, p *probeForm) {
-	storage := inf.(*sharedIndexInformer).indexer.(*cache).storage
-	p.inner, storage.form = storage.form, p
+	wrapInformerForm(inf, func(inner form.Form) form.Form {
+		p.Form = inner
+		return p
+	})
 }
 
-func (f *probeForm) hold(key string, obj any) (held any, err error) {
-	held, err = f.inner.hold(key, obj)
+func (f *probeForm) Hold(key string, obj any) (held any, err error) {
+	held, err = f.Form.Hold(key, obj)
 	if f.calls.Add(1)%f.every == 0 {
 		f.sample()
 	}
 	return held, err
 }
 
-// holdAhead is the inner form's, sampled like hold: without it a
-// watch-list's or LIST's objects would take hold's path, into the hot cache.
-func (f *probeForm) holdAhead(key string, obj any) (held any, err error) {
-	a, ok := f.inner.(aheadHolder)
-	if !ok {
-		return f.hold(key, obj)
-	}
-	held, err = a.holdAhead(key, obj)
+// HoldAhead is the inner form's, sampled like Hold.
+func (f *probeForm) HoldAhead(key string, obj any) (held any, err error) {
+	held, err = f.Form.HoldAhead(key, obj)
 	if f.calls.Add(1)%f.every == 0 {
 		f.sample()
 	}
 	return held, err
 }
 
-// inPlace is the inner form's, so that the probe takes the same path.
-func (f *probeForm) inPlace() bool { return f.inner.inPlace() }
-
-func (f *probeForm) view(key string, held any, keep bool) (any, error) {
-	obj, err := f.inner.view(key, held, keep)
+func (f *probeForm) View(key string, held any, keep bool) (any, error) {
+	obj, err := f.Form.View(key, held, keep)
 	if f.sampleViews && f.views.Add(1)%f.every == 0 {
 		f.sample()
 	}
 	return obj, err
-}
-
-func (f *probeForm) drop(key string) {
-	f.inner.drop(key)
 }
 
 // syncHeap runs one informer over load and returns the live heap at the

@@ -8,13 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openinformer/cache/internal/store"
 )
 
 // A watch-list buffer keeps one preheld per object, boxed in its items:
 // 40 B is a 48 B box, against 128 B when it carried its form and index
 // values itself.
 func TestPreheldIsFortyBytes(t *testing.T) {
-	assert.EqualValues(t, 40, unsafe.Sizeof(preheld{}))
+	assert.EqualValues(t, 40, unsafe.Sizeof(store.Preheld{}))
 }
 
 // Objects indexed by their key's namespace alone share one heldIndex, per
@@ -48,13 +50,12 @@ func TestPreheldSharesNamespaceOnlyIndex(t *testing.T) {
 			require.NoError(t, err)
 			b, err := prehold(pod(ns, "b"))
 			require.NoError(t, err)
-			assert.Equal(t, tc.shared, a.index == b.index, "one heldIndex for both")
-			assert.Equal(t, ns, a.index.namespaceOf(a.key))
+			assert.Equal(t, tc.shared, preheldIndex(a) == preheldIndex(b), "one heldIndex for both")
 
 			require.NoError(t, idx.Replace([]any{a, b}, "1"))
 			keys, err := idx.IndexKeys(NamespaceIndex, ns)
 			require.NoError(t, err)
-			assert.ElementsMatch(t, []string{a.key, b.key}, keys)
+			assert.ElementsMatch(t, []string{a.Key(), b.Key()}, keys)
 		})
 	}
 }
@@ -69,8 +70,8 @@ func TestPreheldSharedIndexFollowsIndexerSet(t *testing.T) {
 	require.NoError(t, idx.AddIndexers(Indexers{"ns2": MetaNamespaceIndexFunc}))
 	after, err := prehold(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}})
 	require.NoError(t, err)
-	assert.NotSame(t, before.index, after.index)
-	assert.Same(t, idx.(*cache).storage.indexers.Load(), after.index.set)
+	assert.NotEqual(t, preheldIndex(before), preheldIndex(after))
+	assert.Same(t, idx.(*cache).storage.IndexerSet(), after.IndexSet())
 	require.NoError(t, idx.Replace([]any{before, after}, "1"))
 	assertIndexesRebuilt(t, idx)
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // viewCounter wraps a store's form and counts its reads back: those that
@@ -22,42 +24,28 @@ import (
 // do not (index builds, old objects). With the hot cache off each is a
 // decode.
 type viewCounter struct {
-	inner       storedForm
+	form.Form
 	kept, other atomic.Int64
 }
 
 // countViews makes inf's store read through a viewCounter; call before Run.
 func countViews(inf SharedIndexInformer) *viewCounter {
-	storage := inf.(*sharedIndexInformer).indexer.(*cache).storage
-	c := &viewCounter{inner: storage.form}
-	storage.form = c
+	c := &viewCounter{}
+	wrapInformerForm(inf, func(inner form.Form) form.Form {
+		c.Form = inner
+		return c
+	})
 	return c
 }
 
-func (c *viewCounter) hold(key string, obj any) (any, error) { return c.inner.hold(key, obj) }
-
-// holdAhead is the inner form's, so that a watch-list's objects take the
-// same path as without the counter.
-func (c *viewCounter) holdAhead(key string, obj any) (any, error) {
-	if a, ok := c.inner.(aheadHolder); ok {
-		return a.holdAhead(key, obj)
-	}
-	return c.inner.hold(key, obj)
-}
-
-// inPlace is the inner form's, so that the counter takes the same path.
-func (c *viewCounter) inPlace() bool { return c.inner.inPlace() }
-
-func (c *viewCounter) view(key string, held any, keep bool) (any, error) {
+func (c *viewCounter) View(key string, held any, keep bool) (any, error) {
 	if keep {
 		c.kept.Add(1)
 	} else {
 		c.other.Add(1)
 	}
-	return c.inner.view(key, held, keep)
+	return c.Form.View(key, held, keep)
 }
-
-func (c *viewCounter) drop(key string) { c.inner.drop(key) }
 
 // syncCompactInformer runs a compact informer over lw, indexed by
 // namespace, with one handler, until the handler has every object of the
@@ -105,11 +93,9 @@ func podNodeIndex(obj any) ([]string, error) {
 func preheldStore(t *testing.T, pods int) (Indexer, *viewCounter, *objectErrorProvider, []any) {
 	flaky := &storeFlakyIndex{}
 	provider := &objectErrorProvider{}
-	idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc, "app": flaky.fn},
-		CompactOptions{HotObjects: -1}, WithStoreMetrics(storeReservedID(t), provider))
-	storage := idx.(*cache).storage
-	views := &viewCounter{inner: storage.form}
-	storage.form = views
+	views := &viewCounter{Form: form.NewCompact(-1)}
+	idx := NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc, "app": flaky.fn},
+		WithStoreMetrics(storeReservedID(t), provider), withStoredForm(views))
 	prehold := idx.(*cache).preholder()
 	var list []any
 	for i := range pods {
@@ -164,9 +150,7 @@ func TestCompactReplaceAdoptsHeldIndexValues(t *testing.T) {
 		}},
 		{name: "no values", reads: pods, alter: func(_ *testing.T, _ Indexer, list []any) {
 			for i, obj := range list {
-				p := obj.(preheld)
-				p.index = &heldIndex{form: p.index.form}
-				list[i] = p
+				list[i] = withoutIndexValues(obj.(store.Preheld))
 			}
 		}},
 	} {
@@ -232,7 +216,7 @@ func BenchmarkCompactWatchListSync(b *testing.B) {
 // there.
 func TestCompactPreholdLeavesHotCacheAlone(t *testing.T) {
 	idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{HotObjects: 4})
-	form := idx.(*cache).storage.form.(*compactForm)
+	hot := compactHot(idx.(*cache).form)
 	prehold := idx.(*cache).preholder()
 	var list []any
 	for i := range 10 {
@@ -240,10 +224,10 @@ func TestCompactPreholdLeavesHotCacheAlone(t *testing.T) {
 		require.NoError(t, err)
 		list = append(list, p)
 	}
-	assert.Zero(t, form.hot.Len(), "held ahead")
+	assert.Zero(t, hot.Len(), "held ahead")
 	require.NoError(t, idx.Replace(list, "1"))
-	assert.Zero(t, form.hot.Len(), "adopted by the Replace")
+	assert.Zero(t, hot.Len(), "adopted by the Replace")
 	assert.Len(t, idx.ListKeys(), 10)
 	require.NoError(t, idx.Update(newTestPod("ns", "p0", "2")))
-	assert.Equal(t, 1, form.hot.Len(), "a write's object")
+	assert.Equal(t, 1, hot.Len(), "a write's object")
 }

@@ -22,8 +22,6 @@ import (
 	"github.com/openinformer/cache/internal/fixtures"
 )
 
-var _ storedForm = (*compactForm)(nil)
-
 // compactByNode indexes pods by node, like a kubelet-facing controller.
 func compactIndexers() Indexers {
 	return Indexers{
@@ -126,7 +124,7 @@ func TestCompactHotObjectsZeroMeansNone(t *testing.T) {
 		got, _, err := idx.GetByKey("ns/a")
 		require.NoError(t, err)
 		assert.NotSame(t, pod, got, "HotObjects %d", hot)
-		assert.Nil(t, idx.(*cache).storage.form.(*compactForm).hot, "HotObjects %d", hot)
+		assert.Nil(t, compactHot(idx.(*cache).form), "HotObjects %d", hot)
 	}
 }
 
@@ -138,8 +136,8 @@ func TestCompactIndexerHotCacheIsBounded(t *testing.T) {
 		pods[i] = newTestPod("ns", fmt.Sprint("p", i), "1")
 		require.NoError(t, idx.Add(pods[i]))
 	}
-	form := idx.(*cache).storage.form.(*compactForm)
-	assert.Equal(t, 4, form.hot.Len())
+	hot := compactHot(idx.(*cache).form)
+	assert.Equal(t, 4, hot.Len())
 	same := 0
 	for _, p := range pods {
 		got, _, err := idx.Get(p)
@@ -151,26 +149,26 @@ func TestCompactIndexerHotCacheIsBounded(t *testing.T) {
 	}
 	assert.LessOrEqual(t, same, 4)
 	require.NoError(t, idx.Delete(pods[9]))
-	assert.LessOrEqual(t, form.hot.Len(), 4)
+	assert.LessOrEqual(t, hot.Len(), 4)
 }
 
 // A read keeps what it decodes in the hot cache; a decode for an index
 // rebuild does not, nor one for an old object about to be replaced.
 func TestCompactHotCacheKeepsReadsNotRebuilds(t *testing.T) {
 	idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{HotObjects: 4})
-	form := idx.(*cache).storage.form.(*compactForm)
+	hot := compactHot(idx.(*cache).form)
 	require.NoError(t, idx.Add(newTestPod("ns", "a", "1", "app", "x")))
-	form.hot.Delete("ns/a")
+	hot.Delete("ns/a")
 	require.NoError(t, idx.AddIndexers(Indexers{"app": func(obj interface{}) ([]string, error) {
 		return []string{obj.(*v1.Pod).Labels["app"]}, nil
 	}}))
 	keys, err := idx.IndexKeys("app", "x")
 	require.NoError(t, err)
 	require.Equal(t, []string{"ns/a"}, keys)
-	assert.Zero(t, form.hot.Len(), "the rebuild decoded ns/a and kept nothing")
+	assert.Zero(t, hot.Len(), "the rebuild decoded ns/a and kept nothing")
 	_, _, err = idx.GetByKey("ns/a")
 	require.NoError(t, err)
-	assert.Equal(t, 1, form.hot.Len(), "the read kept what it decoded")
+	assert.Equal(t, 1, hot.Len(), "the read kept what it decoded")
 }
 
 // Unstructured objects are kept as CBOR and come back exactly.
@@ -378,7 +376,7 @@ func TestCompactIndexerMixedTypes(t *testing.T) {
 	got, err := idx.ByIndex(NamespaceIndex, "ns")
 	require.NoError(t, err)
 	assert.Len(t, got, 3)
-	held, _ := idx.(*cache).storage.items.Get("ns/c")
+	held, _ := storeItems(idx.(*cache).storage).Get("ns/c")
 	e, ok := held.(compact.Encoding)
 	require.True(t, ok, "the map holds a %T", held)
 	assert.Equal(t, uint32(1), compact.TagOf(e), "the second type's codec")
@@ -418,7 +416,7 @@ func benchStoreEvents(b *testing.B, opts *CompactOptions) {
 	for i := range b.N {
 		d := [1]Delta{{Type: Updated, Object: pods[(i/n+1)%2][i%n]}}
 		var err error
-		changes, _, err = s.applyDeltas(d[:], false, changes[:0])
+		changes, _, err = s.applyDeltas(d[:], false, changes[:0], nil)
 		if err != nil || len(changes) != 1 {
 			b.Fatal(err)
 		}

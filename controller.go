@@ -21,20 +21,21 @@ type controller struct {
 	config Config
 	clock  clock.Clock
 
-	// warmStart, set before Run, supplies the reflector's first list from
-	// a snapshot (informer_restart.go).
-	warmStart func(context.Context) warmStartResult
+	// hooks, given at construction, are the reflector's (a warm start, a
+	// compact store's prehold).
+	hooks reflectorHooks
 
 	mu        sync.RWMutex
 	reflector *Reflector
 }
 
 // New returns a Controller for a copy of c. Nothing runs until Run.
-func New(c *Config) Controller { return newController(c, clock.RealClock{}) }
+func New(c *Config) Controller { return newController(c, clock.RealClock{}, reflectorHooks{}) }
 
-// newController is New with the clock its Reflector runs on.
-func newController(c *Config, clk clock.Clock) *controller {
-	return &controller{config: *c, clock: clk}
+// newController is New with the clock its Reflector runs on and the
+// Reflector's hooks.
+func newController(c *Config, clk clock.Clock, hooks reflectorHooks) *controller {
+	return &controller{config: *c, clock: clk, hooks: hooks}
 }
 
 // Run is RunWithContext with a stop channel.
@@ -52,16 +53,15 @@ func (c *controller) RunWithContext(ctx context.Context) {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	r := NewReflectorWithOptions(c.config.ListerWatcher, c.config.ObjectType, c.config.Queue, ReflectorOptions{
+	r := newReflector(c.config.ListerWatcher, c.config.ObjectType, c.config.Queue, ReflectorOptions{
 		Logger:          &logger,
 		ResyncPeriod:    c.config.FullResyncPeriod,
 		MinWatchTimeout: c.config.MinWatchTimeout,
 		TypeDescription: c.config.ObjectDescription,
 		Clock:           c.clock,
-	})
+	}, c.hooks)
 	r.ShouldResync = c.config.ShouldResync
 	r.WatchListPageSize = c.config.WatchListPageSize
-	r.warmStart = c.warmStart
 	if h := c.config.WatchErrorHandler; h != nil {
 		r.setWatchErrorHandler(func(_ context.Context, r *clientcache.Reflector, err error) { h(r, err) })
 	} else if h := c.config.WatchErrorHandlerWithContext; h != nil {

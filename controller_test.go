@@ -18,6 +18,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // controllerTestQueue is an atomic RealFIFO, the default informer queue.
@@ -208,9 +209,9 @@ func (h *controllerTestHandler) OnDelete(obj interface{}) {
 }
 
 func newControllerTestApplier() (deltaApplier, *controllerTestHandler) {
-	store := NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{})
+	store := newCache(DeletionHandlingMetaNamespaceKeyFunc, Indexers{}, nil)
 	h := &controllerTestHandler{store: store}
-	return deltaApplier{handler: h, store: store}, h
+	return newDeltaApplier(klog.Background(), store, tellHandler(h), nil), h
 }
 
 func TestC6_StoreDecidesAddVersusUpdate(t *testing.T) {
@@ -263,9 +264,6 @@ func TestC6_StoreErrorAbortsRemainingDeltas(t *testing.T) {
 	assert.Empty(t, h.calls)
 }
 
-// controllerTestPlainStore hides the store's Transaction method.
-type controllerTestPlainStore struct{ Store }
-
 func TestC7_BatchTransactionNotifiesOnlySuccessfulWrites(t *testing.T) {
 	a, h := newControllerTestApplier()
 	require.NoError(t, a.store.Add(newTestPod("ns", "old", "1")))
@@ -286,13 +284,6 @@ func TestC7_BatchTransactionNotifiesOnlySuccessfulWrites(t *testing.T) {
 	err = a.processBatch([]Delta{{Type: Bookmark, Object: BookmarkInfo{}}}, false)
 	assert.EqualError(t, err, "Delta type Bookmark is not supported in batch processing")
 
-	plain, ph := newControllerTestApplier()
-	plain.store = controllerTestPlainStore{plain.store}
-	ph.store = plain.store
-	err = plain.processBatch([]Delta{{Type: Added, Object: "no meta"}, {Type: Added, Object: newTestPod("ns", "b", "1")}}, false)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "unexpected error when handling deltas: ")
-	assert.Equal(t, []string{"add ns/b@1"}, ph.calls, "without transactions each delta is applied on its own")
 }
 
 func TestC4_SyncStateDelegatesToTheQueue(t *testing.T) {
@@ -315,48 +306,9 @@ func TestG1_GatesReadAtRunForSharedInformersAtConstructionForNewInformer(t *test
 	stop := informerTestRun(shared)
 	informerTestWait(t, "sync", shared.HasSyncedChecker())
 	stop()
-	assert.False(t, shared.controller.(*controller).config.Queue.(*RealFIFO).atomicEvents, "shared informer: gate read in Run")
+	assert.False(t, shared.controller.config.Queue.(*RealFIFO).atomicEvents, "shared informer: gate read in Run")
 	assert.True(t, plain.(*controller).config.Queue.(*RealFIFO).atomicEvents, "NewInformer*: gate read at construction")
 	goleak.VerifyNone(t)
-}
-
-// controllerPlainStore hides the package's store behind the Store
-// interface, as a user's Config.Process over any Store sees it.
-type controllerPlainStore struct{ Store }
-
-func TestC6_ReplacedAllOnAnyStoreKeepsEveryKeyedObject(t *testing.T) {
-	a, h := newControllerTestApplier()
-	a.store = controllerPlainStore{a.store}
-	require.NoError(t, a.apply(Deltas{
-		{Type: Added, Object: newTestPod("ns", "keep", "1")},
-		{Type: Added, Object: newTestPod("ns", "gone", "1")},
-	}, true))
-	h.calls = nil
-	reported := captureReportedErrors(t)
-	require.NoError(t, a.apply(Deltas{{Type: ReplacedAll, Object: ReplacedAllInfo{ResourceVersion: "9", Objects: []interface{}{
-		"no meta", newTestPod("ns", "new", "8"), newTestPod("ns", "keep", "2"),
-	}}}}, false))
-	assert.Equal(t, []string{"delete tombstone(ns/gone@1)", "add ns/new@8", "update ns/keep@1->ns/keep@2"}, h.calls,
-		"store replaced before handlers; deletes first, then list order")
-	assert.Equal(t, []string{"ns/keep", "ns/new"}, storeSortedKeys(a.store))
-	assert.Equal(t, []string{"Object from a relist not stored: object has no meta: object does not implement the Object interfaces [type string]"}, reported.take())
-}
-
-func TestC7_PlainStoreAppliesEachWriteOnItsOwn(t *testing.T) {
-	a, h := newControllerTestApplier()
-	a.store = controllerPlainStore{a.store}
-	h.store = a.store
-	p1, p2 := newTestPod("ns", "a", "1"), newTestPod("ns", "a", "2")
-	require.NoError(t, a.processBatch([]Delta{{Type: Added, Object: p1}, {Type: Added, Object: newTestPod("ns", "b", "1")}}, true))
-	require.NoError(t, a.process(Deltas{{Type: Updated, Object: p2}, {Type: Deleted, Object: p2}}, false))
-	assert.Equal(t, []string{"add ns/a@1 initial", "add ns/b@1 initial", "update ns/a@1->ns/a@2", "delete ns/a@2"}, h.calls)
-	assert.Equal(t, []string{"ns/b"}, storeSortedKeys(a.store))
-
-	h.calls = nil
-	assert.Error(t, a.process(Deltas{{Type: Deleted, Object: "no meta"}, {Type: Deleted, Object: newTestPod("ns", "b", "1")}}, false))
-	assert.Error(t, a.process(Deltas{{Type: Updated, Object: "no meta"}}, false))
-	assert.Empty(t, h.calls, "a failed write gives no change and stops the deltas after it")
-	assert.Equal(t, []string{"ns/b"}, storeSortedKeys(a.store))
 }
 
 func TestC7_OneFailedWriteReturnsItsOwnError(t *testing.T) {

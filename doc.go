@@ -42,10 +42,11 @@
 // an update or a delete is decided by what the Indexer held before, not by
 // what the server said. The controller then hands the changes to the
 // handlers; it never looks inside the store, and the store knows nothing of
-// handlers.
+// handlers: its engine (internal/store) returns a change record, which the
+// informer turns into notifications.
 // The Indexer is a thread-safe store with secondary indexes, built on a
 // persistent map: List, ListKeys, ByIndex and IndexKeys each read one
-// consistent snapshot without holding the lock writers need, so busy
+// consistent, frozen state without holding the lock writers need, so busy
 // listers never slow the informer down.
 //
 // Finally the sharedProcessor hands each change to every registered
@@ -131,9 +132,23 @@
 //     handler's own lock, so the old and new generations never overlap in
 //     one handler, and never holds its own lock while a handler runs.
 //
-// The internal lock order is written where the locks are declared, starting
-// at the informer's type in shared_informer.go; each locking type's doc
-// comment says what its locks guard.
+// The internal lock order, the warm restart's locks included, is written in
+// one place, the doc comment of the informer's type in shared_informer.go;
+// each locking type's doc comment says what its locks guard.
+//
+// # Architecture
+//
+// This package keeps client-go's surface and the constructors that wire
+// it. The engines behind it are internal packages with small APIs: the
+// store engine and the change record a committed batch produces
+// (internal/store), the storage forms, plain and compact (internal/form),
+// the reflector's and the warm restart's decisions (internal/reflectorfsm,
+// internal/restartfsm) and the snapshot file (internal/snapshot). Each
+// opt-in feature reaches the pipeline through one seam: compact storage
+// through the store's form, the warm restart through an observer of
+// committed batches and the store's snapshot API, both given to
+// constructors. docs/ARCHITECTURE.md has the package map and the path of
+// one event through the files.
 //
 // # Testing
 //

@@ -1,6 +1,9 @@
 package cache
 
-import "sync"
+import (
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
+)
 
 // Handlers decode their own initial list.
 //
@@ -9,7 +12,7 @@ import "sync"
 // as preheld values. Decoding them there, on the informer's processLoop,
 // made the informer's own HasSynced, which only needs the store populated,
 // wait for every decode the handlers need (docs/RESTART.md, "Measured").
-// So the fan-out hands each listener a heldBox instead of the object, and
+// So the fan-out hands each listener a form.Box instead of the object, and
 // the listener decodes it just before it calls its handler. The box decodes
 // once, for the first listener to reach it; every listener gets the same
 // object, which lives as long as some listener still holds the box.
@@ -25,39 +28,20 @@ import "sync"
 // then held across the form's view, which takes only the hot cache's
 // shard lock: a listener waiting on another's decode of the same box
 // waits for nothing that can wait on it. A decoded object goes into the
-// hot cache only if the key has no entry there (compactForm.view), and an
+// hot cache only if the key has no entry there (form.Compact's View), and an
 // entry is valid for its bytes alone, so a box decoded after its key was
 // updated or deleted can never be read as the key's current object: as
 // with any reader's late view, at most a deleted object stays there until
 // it is evicted.
 
-// heldBox is a preheld add's object on its way to the handlers: its
-// encoding, and once read back, the object (ok false when it could not be:
-// the form's view reported it, and the add is not delivered).
-type heldBox struct {
-	key  string
-	held any
-	form storedForm
-	once sync.Once
-	obj  any
-	ok   bool
-}
-
-// object is the box's object, read back (into the form's hot cache) by the
-// first caller; the others wait for it and get the same.
-func (b *heldBox) object() (any, bool) {
-	b.once.Do(func() { b.obj, b.ok = viewHeld(b.form, b.key, b.held, true) })
-	return b.obj, b.ok
-}
-
 // readBack replaces a boxed object of n by the object, reporting false
 // when it cannot be read back: the handler is then not called.
 func (n *notification) readBack() bool {
-	b, ok := n.newObj.(*heldBox)
+	b, ok := n.newObj.(*form.Box)
 	if !ok {
 		return true
 	}
-	n.newObj, ok = b.object()
+	n.newObj, ok = b.Object()
 	return ok
 }
 
@@ -74,7 +58,7 @@ func (n *notification) readBack() bool {
 func stagePreheld(ns, out []notification, boxAdds bool) []notification {
 	first, adds := -1, 0
 	for i := range ns {
-		if _, ok := ns[i].newObj.(preheld); ok {
+		if _, ok := ns[i].newObj.(store.Preheld); ok {
 			if first < 0 {
 				first = i
 			}
@@ -86,26 +70,52 @@ func stagePreheld(ns, out []notification, boxAdds bool) []notification {
 	if first < 0 {
 		return ns
 	}
-	var slab []heldBox
+	var slab []form.Box
 	if boxAdds {
-		slab = make([]heldBox, adds)
+		slab = make([]form.Box, adds)
 	}
 	out = append(out[:0], ns[:first]...)
 	for _, n := range ns[first:] {
-		p, ok := n.newObj.(preheld)
+		p, ok := n.newObj.(store.Preheld)
 		switch {
 		case !ok:
 		case len(slab) > 0 && n.kind == addNotification:
 			b := &slab[0]
 			slab = slab[1:]
-			b.key, b.held, b.form = p.key, p.held, p.index.form
+			p.BoxInto(b)
 			n.newObj = b
 		default:
-			if n.newObj, ok = p.view(true); !ok {
+			if n.newObj, ok = p.View(true); !ok {
 				continue
 			}
 		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// preheldChunk is notificationChunk for notifications whose objects a
+// compact informer's watch-list held encoded: each chunk's objects are
+// decoded together and live until its listeners are done with them, so a
+// chunk of 1024 small custom resources (about 10 KB each decoded) kept
+// 11.5 MB alive beside a 26 MB compact store at the height of the sync
+// (docs/MEMORY.md, "Initial sync peak"). 64 bounds that at about 0.7 MB
+// for them and 1.5 MB for pods, while a chunk still amortises the
+// listeners' locks over many notifications.
+const preheldChunk = 64
+
+// chunkFor is how many of ns to hand out at once.
+func chunkFor(ns []notification) int {
+	if _, ok := ns[0].newObj.(store.Preheld); ok {
+		return min(len(ns), preheldChunk)
+	}
+	return min(len(ns), notificationChunk)
+}
+
+// boxedKey is the store key of a boxed object, false for any other object.
+func boxedKey(obj any) (string, bool) {
+	if b, ok := obj.(*form.Box); ok {
+		return b.Key(), true
+	}
+	return "", false
 }

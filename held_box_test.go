@@ -17,6 +17,8 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // heldBoxInformer is a compact informer (hot cache off unless hot, so
@@ -120,11 +122,11 @@ type failingViews struct {
 
 var errUnreadable = errors.New("unreadable")
 
-func (f *failingViews) view(key string, held any, keep bool) (any, error) {
+func (f *failingViews) View(key string, held any, keep bool) (any, error) {
 	if key == f.bad {
 		return nil, errUnreadable
 	}
-	return f.viewCounter.view(key, held, keep)
+	return f.viewCounter.View(key, held, keep)
 }
 
 // An object that cannot be read back for the handlers is reported once,
@@ -135,9 +137,10 @@ func TestUnreadableHeldAddIsReportedAndSyncs(t *testing.T) {
 	const pods = 50
 	reported := captureReportedErrors(t)
 	inf, views := heldBoxInformer(t, pods, false)
-	storage := inf.(*sharedIndexInformer).indexer.(*cache).storage
 	bad := fixtures.Pods(5, pods)[7]
-	storage.form = &failingViews{viewCounter: views, bad: bad.Namespace + "/" + bad.Name}
+	wrapInformerForm(inf, func(form.Form) form.Form {
+		return &failingViews{viewCounter: views, bad: bad.Namespace + "/" + bad.Name}
+	})
 	var adds [2]atomic.Int64
 	var regs []ResourceEventHandlerRegistration
 	for i := range adds {
@@ -204,12 +207,12 @@ func coalesceBoxes(t *testing.T, pods int) ([]string, int64, bool) {
 	p.distribute(stagePreheld(ns[:1], nil, true), nil)
 	synctest.Wait() // the handler is in its first add
 	p.distribute(stagePreheld(ns[1:], nil, true), nil)
-	old := list[3].(preheld)
-	oldObj, _ := old.view(false)
+	old := list[3].(store.Preheld)
+	oldObj, _ := old.View(false)
 	newObj := oldObj.(*v1.Pod).DeepCopy()
 	newObj.Labels["note"] = " updated"
 	p.distributeOne(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj}, false)
-	gone, _ := list[4].(preheld).view(false)
+	gone, _ := list[4].(store.Preheld).View(false)
 	p.distributeOne(notification{kind: deleteNotification, oldObj: gone}, false)
 	p.markSynced()
 	decodesBeforeRelease := views.kept.Load()

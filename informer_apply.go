@@ -9,11 +9,33 @@ import (
 )
 
 // deltaApplier is an informer's processing step: the store applies each
-// popped batch of deltas and returns what changed, and the handler is told.
+// popped batch of deltas and returns what changed, and tell is told. Built
+// once, by newDeltaApplier.
 type deltaApplier struct {
-	logger  klog.Logger
-	handler ResourceEventHandler
-	store   Store
+	logger klog.Logger
+	store  *cache
+	// tell hands a batch's changes on, in order: to the shared informer's
+	// fan-out, or to a single handler (tellHandler).
+	tell func([]notification)
+	// committed, when set, is told each batch of writes the store
+	// committed (a warm restart's journal).
+	committed committedFunc
+}
+
+// newDeltaApplier returns the applier of deltas to store, telling tell
+// what changed and committed (if not nil) what each batch of writes
+// committed.
+func newDeltaApplier(logger klog.Logger, store *cache, tell func([]notification), committed committedFunc) deltaApplier {
+	return deltaApplier{logger: logger, store: store, tell: tell, committed: committed}
+}
+
+// tellHandler tells h each change, in order.
+func tellHandler(h ResourceEventHandler) func([]notification) {
+	return func(changes []notification) {
+		for i := range changes {
+			changes[i].callOn(h)
+		}
+	}
 }
 
 var errNotDeltas = errors.New("object given as Process argument is not Deltas")
@@ -52,7 +74,7 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 func (a deltaApplier) applyAndTell(deltas []Delta, isInInitialList bool) error {
 	buf := getChangeBuffer()
 	defer buf.release()
-	changes, dropped, err := deltaStoreOf(a.store, a.logger).applyDeltas(deltas, isInInitialList, buf.changes)
+	changes, dropped, err := a.store.applyDeltas(deltas, isInInitialList, buf.changes, a.committed)
 	buf.changes = changes
 	for _, d := range dropped {
 		identity, cause := withoutObject(d)
@@ -60,23 +82,6 @@ func (a deltaApplier) applyAndTell(deltas []Delta, isInInitialList bool) error {
 	}
 	a.tell(changes)
 	return err
-}
-
-// batchNotifier is a handler that takes a batch's changes at once: the
-// shared informer's fan-out.
-type batchNotifier interface {
-	notifyBatch([]notification)
-}
-
-// tell hands changes to the handler in order.
-func (a deltaApplier) tell(changes []notification) {
-	if b, ok := a.handler.(batchNotifier); ok {
-		b.notifyBatch(changes)
-		return
-	}
-	for i := range changes {
-		changes[i].callOn(a.handler)
-	}
 }
 
 // changeBuffer is apply's slice of changes, pooled because a busy informer

@@ -2,13 +2,13 @@ package cache
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 )
 
 // An object of a relist that cannot be keyed is logged by what identifies
@@ -23,9 +23,9 @@ func TestRelistObjectNotStoredLogsNoObjectContents(t *testing.T) {
 		return MetaNamespaceKeyFunc(obj)
 	}
 	h := &controllerTestHandler{}
-	store := NewIndexer(refuseSecrets, Indexers{})
+	store := newCache(refuseSecrets, Indexers{}, nil)
 	h.store = store
-	a := deltaApplier{handler: h, store: store}
+	a := newDeltaApplier(klog.Background(), store, tellHandler(h), nil)
 	reported := captureReportedErrors(t)
 	require.NoError(t, a.apply(Deltas{{Type: ReplacedAll, Object: ReplacedAllInfo{ResourceVersion: "2", Objects: []interface{}{
 		secret, newTestPod("ns", "p", "1"), "a string",
@@ -42,45 +42,4 @@ func TestWithoutObjectLeavesOtherErrorsAlone(t *testing.T) {
 	identity, cause := withoutObject(err)
 	assert.Equal(t, err, cause)
 	assert.Nil(t, identity)
-}
-
-// informerFanout's ResourceEventHandler methods take notifyBatch's path: a
-// preheld object reaches handlers read back. (An update that keeps the
-// resource version reaches them too: with no resync period every handler
-// counts as due for one, as in client-go.)
-func TestInformerFanoutHandlerMethodsTakeTheBatchPath(t *testing.T) {
-	_, lw := informerTestServer("a")
-	inf := NewSharedIndexInformerWithOptions(lw, &v1.Pod{}, SharedIndexInformerOptions{Compact: &CompactOptions{}})
-	got := make(chan string, 8)
-	describe := func(kind string, obj interface{}) {
-		pod, ok := obj.(*v1.Pod)
-		if !ok {
-			got <- fmt.Sprintf("%s %T", kind, obj)
-			return
-		}
-		got <- kind + " " + pod.Name + "@" + pod.ResourceVersion
-	}
-	_, err := inf.AddEventHandler(ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { describe("add", obj) },
-		UpdateFunc: func(_, obj interface{}) { describe("update", obj) },
-		DeleteFunc: func(obj interface{}) { describe("delete", obj) },
-	})
-	require.NoError(t, err)
-	stop := informerTestRun(inf)
-	defer stop()
-	informerTestWait(t, "sync", inf.HasSyncedChecker())
-	assert.Equal(t, "add a@2", <-got)
-
-	s := inf.(*sharedIndexInformer)
-	held, err := s.indexer.(*cache).preholder()(newTestPod("ns", "b", "7"))
-	require.NoError(t, err)
-	fanout := informerFanout{s}
-	s.blockDeltas.Lock()
-	fanout.OnAdd(held, false)
-	fanout.OnUpdate(newTestPod("ns", "b", "7"), newTestPod("ns", "b", "7"))
-	fanout.OnUpdate(newTestPod("ns", "b", "7"), newTestPod("ns", "b", "8"))
-	fanout.OnDelete(newTestPod("ns", "b", "8"))
-	s.blockDeltas.Unlock()
-	assert.Equal(t, []string{"add b@7", "update b@7", "update b@8", "delete b@8"}, []string{<-got, <-got, <-got, <-got},
-		"the preheld object read back")
 }

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // informerKeyFunc keys every informer's store, queue and handler backlog.
@@ -43,13 +44,12 @@ type InformerOptions struct {
 // store is an Indexer when options.Indexers is non-nil. Use the store only
 // for reads: writing to it would make notifications wrong.
 func NewInformerWithOptions(options InformerOptions) (Store, Controller) {
-	metrics := WithStoreMetrics(options.Identifier, options.InformerMetricsProvider)
-	var store Store
-	if options.Indexers == nil {
-		store = NewStore(informerKeyFunc, metrics)
-	} else {
-		store = NewIndexer(informerKeyFunc, options.Indexers, metrics)
+	metrics := []StoreOption{WithStoreMetrics(options.Identifier, options.InformerMetricsProvider)}
+	indexers := options.Indexers
+	if indexers == nil {
+		indexers = Indexers{}
 	}
+	store := newCache(informerKeyFunc, indexers, metrics)
 	return store, newInformerController(store, options)
 }
 
@@ -58,7 +58,7 @@ func NewInformerWithOptions(options InformerOptions) (Store, Controller) {
 //
 // Deprecated: Use NewInformerWithOptions instead.
 func NewInformer(lw ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler) (Store, Controller) {
-	store := NewStore(informerKeyFunc)
+	store := newCache(informerKeyFunc, Indexers{}, nil)
 	return store, newInformerController(store, InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod})
 }
 
@@ -66,7 +66,7 @@ func NewInformer(lw ListerWatcher, objType runtime.Object, resyncPeriod time.Dur
 //
 // Deprecated: Use NewInformerWithOptions instead.
 func NewIndexerInformer(lw ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, indexers Indexers) (Indexer, Controller) {
-	store := NewIndexer(informerKeyFunc, indexers)
+	store := newCache(informerKeyFunc, indexers, nil)
 	return store, newInformerController(store, InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Indexers: indexers})
 }
 
@@ -75,7 +75,7 @@ func NewIndexerInformer(lw ListerWatcher, objType runtime.Object, resyncPeriod t
 //
 // Deprecated: Use NewInformerWithOptions instead.
 func NewTransformingInformer(lw ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, transformer TransformFunc) (Store, Controller) {
-	store := NewStore(informerKeyFunc)
+	store := newCache(informerKeyFunc, Indexers{}, nil)
 	return store, newInformerController(store, InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Transform: transformer})
 }
 
@@ -84,13 +84,13 @@ func NewTransformingInformer(lw ListerWatcher, objType runtime.Object, resyncPer
 //
 // Deprecated: Use NewInformerWithOptions instead.
 func NewTransformingIndexerInformer(lw ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, indexers Indexers, transformer TransformFunc) (Indexer, Controller) {
-	store := NewIndexer(informerKeyFunc, indexers)
+	store := newCache(informerKeyFunc, indexers, nil)
 	return store, newInformerController(store, InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Indexers: indexers, Transform: transformer})
 }
 
 // newInformerController wires a queue chosen by the feature gates (read
 // now) between a reflector and store, calling options.Handler inline.
-func newInformerController(store Store, options InformerOptions) Controller {
+func newInformerController(store *cache, options InformerOptions) Controller {
 	_ = reportNilListerWatcher(options.ListerWatcher) // Run reports it again and does not start
 	logger := klog.Background()
 	if options.Logger != nil {
@@ -100,16 +100,17 @@ func newInformerController(store Store, options InformerOptions) Controller {
 	if handler == nil {
 		handler = ResourceEventHandlerFuncs{}
 	}
-	qlogger, queue := newInformerQueue(informerQueueOptions{
+	qlogger, queue, prehold := newInformerQueue(informerQueueOptions{
 		logger:          logger,
 		objectType:      options.ObjectType,
 		store:           store,
+		prehold:         store.preholder(),
 		transform:       options.Transform,
 		identifier:      options.Identifier,
 		metricsProvider: options.InformerMetricsProvider,
 	})
-	apply := deltaApplier{logger: qlogger, handler: handler, store: store}
-	return New(&Config{
+	apply := newDeltaApplier(qlogger, store, tellHandler(handler), nil)
+	return newController(&Config{
 		Queue:            queue,
 		ListerWatcher:    options.ListerWatcher,
 		ObjectType:       options.ObjectType,
@@ -117,5 +118,5 @@ func newInformerController(store Store, options InformerOptions) Controller {
 		MinWatchTimeout:  options.MinWatchTimeout,
 		Process:          apply.process,
 		ProcessBatch:     apply.processBatch,
-	})
+	}, clock.RealClock{}, reflectorHooks{prehold: prehold})
 }

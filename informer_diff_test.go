@@ -14,13 +14,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/openinformer/cache/fake"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/fake"
 )
 
 // diffServer drives a fake API server with a small script vocabulary.

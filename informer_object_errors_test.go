@@ -265,7 +265,7 @@ func TestObjectErrorKeyFailureCostsOnlyThatObject(t *testing.T) {
 // handler keeping the state it was told.
 type objErrPipeline struct {
 	queue   *RealFIFO
-	store   Indexer
+	store   *cache
 	apply   deltaApplier
 	batch   bool
 	told    map[string]*v1.Pod
@@ -275,8 +275,8 @@ type objErrPipeline struct {
 func newObjErrPipeline(id InformerNameAndResource, provider *objectErrorProvider, batch bool) *objErrPipeline {
 	flaky := &storeFlakyIndex{}
 	p := &objErrPipeline{batch: batch, told: map[string]*v1.Pod{}}
-	p.store = NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{"app": flaky.fn}, WithStoreMetrics(id, provider))
-	logger, q := newInformerQueue(informerQueueOptions{
+	p.store = newCache(DeletionHandlingMetaNamespaceKeyFunc, Indexers{"app": flaky.fn}, []StoreOption{WithStoreMetrics(id, provider)})
+	logger, q, _ := newInformerQueue(informerQueueOptions{
 		logger: klog.Background(), objectType: &v1.Pod{}, store: p.store, identifier: id, metricsProvider: provider,
 		transform: func(obj interface{}) (interface{}, error) {
 			if pod, ok := obj.(*v1.Pod); ok && pod.Labels["untransformable"] == "yes" {
@@ -286,11 +286,11 @@ func newObjErrPipeline(id InformerNameAndResource, provider *objectErrorProvider
 		},
 	})
 	p.queue = q.(*RealFIFO)
-	p.apply = deltaApplier{logger: logger, handler: ResourceEventHandlerFuncs{
+	p.apply = newDeltaApplier(logger, p.store, tellHandler(ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { p.tell("add", obj) },
 		UpdateFunc: func(_, obj interface{}) { p.tell("update", obj) },
 		DeleteFunc: func(obj interface{}) { p.tell("delete", obj) },
-	}, store: p.store}
+	}), nil)
 	return p
 }
 

@@ -9,9 +9,11 @@ import (
 
 // informerQueueOptions is what an informer knows when it builds its queue.
 type informerQueueOptions struct {
-	logger          klog.Logger
-	objectType      interface{}
-	store           KeyListerGetter
+	logger     klog.Logger
+	objectType interface{}
+	store      KeyListerGetter
+	// prehold, when not nil, is the store's preholder.
+	prehold         preholdFunc
 	transform       TransformFunc
 	identifier      InformerNameAndResource
 	metricsProvider InformerMetricsProvider
@@ -22,8 +24,9 @@ type informerQueueOptions struct {
 // call: with AtomicFIFO an atomic RealFIFO that emits bookmarks and unlocks
 // while processing per UnlockWhileProcessingFIFO; without it a RealFIFO that
 // consults the store. InOrderInformers, which could once select a DeltaFIFO,
-// is locked on in client-go v0.37.2. It also returns the queue's logger.
-func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue) {
+// is locked on in client-go v0.37.2. It also returns the queue's logger and
+// the prehold for the Reflector: opts.prehold for an atomic queue, else nil.
+func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue, preholdFunc) {
 	gates := clientfeatures.FeatureGates()
 	logger := opts.logger
 	ro := RealFIFOOptions{
@@ -41,12 +44,13 @@ func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue) {
 	} else {
 		ro.KnownObjects = opts.store
 	}
-	f := NewRealFIFOWithOptions(ro)
-	if p, ok := opts.store.(preholdingStore); ok && ro.AtomicEvents {
+	var prehold preholdFunc
+	if ro.AtomicEvents {
 		// One ReplacedAll carries a watch-list's objects to the store as
 		// they were held; a per-object Replace would need every consumer of
 		// its deltas to read them back.
-		f.prehold = p.preholder()
+		prehold = opts.prehold
 	}
-	return f.logger, f
+	f := NewRealFIFOWithOptions(ro)
+	return f.logger, f, prehold
 }

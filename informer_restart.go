@@ -24,6 +24,7 @@ import (
 	"github.com/openinformer/cache/internal/restartfsm"
 	"github.com/openinformer/cache/internal/restartfsm/catchup"
 	"github.com/openinformer/cache/internal/snapshot"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // restarter is an informer's warm restart (docs/RESTART.md): on its first
@@ -42,7 +43,7 @@ import (
 type restarter struct {
 	opts      SnapshotOptions
 	identity  snapshot.Header // without ResourceVersion, Encoding, Count
-	store     *snapshotStore
+	store     *store.Snapshots
 	lw        ListerWatcherWithContext
 	transform TransformFunc
 	clock     clock.Clock
@@ -76,7 +77,7 @@ type restarter struct {
 	handOver string
 	// journalSet is the index generation the journal's header frames,
 	// journalFramed its framed indexes' positions.
-	journalSet    *indexerSet
+	journalSet    *store.IndexerSet
 	journalFramed []int
 	// journalErr is the store hook's failure, for journalBatch to act on.
 	journalErr error
@@ -84,6 +85,10 @@ type restarter struct {
 	journalBuf, journalFrame []byte
 	journalVals              [][]string
 }
+
+// warmStartFunc is a warm start: run once, by the reflector's first
+// ListAndWatch.
+type warmStartFunc func(context.Context) warmStartResult
 
 // warmStartResult is what a warm start gives the reflector's first
 // ListAndWatch: the initial list at rv when synced, else a fresh sync
@@ -143,10 +148,6 @@ func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOp
 	if !clientfeatures.FeatureGates().Enabled(clientfeatures.AtomicFIFO) {
 		return nil, errors.New("snapshots need the AtomicFIFO feature gate: without it a relist changes the store one object at a time")
 	}
-	c, ok := s.indexer.(*cache)
-	if !ok {
-		return nil, fmt.Errorf("the informer's store is a %T", s.indexer)
-	}
 	identity, err := snapshotIdentity(s, s.lw, options)
 	if err != nil {
 		return nil, err
@@ -155,21 +156,20 @@ func buildRestarter(s *sharedIndexInformer, lw ListerWatcher, options SnapshotOp
 	if s.stripFields {
 		variant = ";strip-managed-fields" + variant
 	}
-	st, err := newSnapshotStore(c, s.objectType, variant)
+	st, err := store.NewSnapshots(s.indexer.storage, s.objectType, variant)
 	if err != nil {
 		return nil, err
 	}
 	r := &restarter{opts: withSnapshotDefaults(options), identity: identity, store: st,
 		lw: ToListerWatcherWithContext(lw), transform: s.cacheTransform(), clock: s.clock,
 		blockDeltas: &s.blockDeltas, reflector: s.reflector}
-	c.committed = r.journalWrites
 	return r, nil
 }
 
 // reflector returns the reflector of s's controller, nil before Run.
 func (s *sharedIndexInformer) reflector() *Reflector {
 	s.mu.Lock()
-	ctrl, _ := s.controller.(*controller)
+	ctrl := s.controller
 	s.mu.Unlock()
 	if ctrl == nil {
 		return nil
@@ -268,7 +268,7 @@ func canonicalFields(sel string) string {
 // expected is the header a snapshot loaded now must match.
 func (r *restarter) expected() *snapshot.Header {
 	h := r.identity
-	h.Encoding = r.store.encoding(r.store.c.storage.indexers.Load())
+	h.Encoding = r.store.Encoding(r.store.IndexerSet())
 	return &h
 }
 
@@ -307,7 +307,7 @@ func (r *restarter) warmStart(ctx context.Context) warmStartResult {
 		return warmStartResult{}
 	}
 	logger.V(2).Info("Warm restart synced from the snapshot", "path", r.opts.Path, "resourceVersion", res.ResourceVersion, "objects", len(staged))
-	return warmStartResult{synced: true, items: handOver(staged), rv: res.ResourceVersion}
+	return warmStartResult{synced: true, items: store.HandOver(staged), rv: res.ResourceVersion}
 }
 
 // load reads the snapshot and its journal into staged.
@@ -317,7 +317,7 @@ func (r *restarter) load(logger klog.Logger, staged map[string]any) (string, err
 		return "", err
 	}
 	defer rd.Close()
-	rv, err := r.store.read(rd, staged)
+	rv, err := r.store.Read(rd, staged)
 	if err == nil {
 		r.mu.Lock()
 		r.lastRV = rv
@@ -362,7 +362,7 @@ func (r *restarter) apply(logger klog.Logger, staged map[string]any, ev watch.Ev
 			obj, err = r.transform(obj)
 		}
 		if err == nil {
-			err = r.store.stage(staged, key, obj)
+			err = r.store.Stage(staged, key, obj)
 		}
 		if err == nil {
 			r.journalStaged(logger, rv, key, staged[key])
@@ -408,16 +408,16 @@ func (r *restarter) save(logger klog.Logger) {
 	last := r.lastRV
 	r.mu.Unlock()
 	r.blockDeltas.Lock()
-	f := r.store.c.storage.freeze()
-	if f.rv == "" || f.rv == last {
+	f := r.store.Freeze()
+	if f.RV() == "" || f.RV() == last {
 		r.blockDeltas.Unlock()
-		if f.rv == "" {
+		if f.RV() == "" {
 			r.saveFailed(logger, errNoResourceVersion)
 		}
 		return
 	}
 	h := r.header(f, start)
-	j := r.startJournalLocked(logger, h, f.set)
+	j := r.startJournalLocked(logger, h, f.Set())
 	r.blockDeltas.Unlock()
 	if err := r.write(h, f); err != nil {
 		r.saveFailed(logger, err)
@@ -429,11 +429,11 @@ func (r *restarter) save(logger klog.Logger) {
 		size = st.Size()
 	}
 	r.commitJournal(logger, j, size)
-	r.opts.Metrics.ObserveSnapshotSaved(r.clock.Since(start), size, f.items.Len(), start)
+	r.opts.Metrics.ObserveSnapshotSaved(r.clock.Since(start), size, f.Len(), start)
 	r.mu.Lock()
-	r.lastRV = f.rv
+	r.lastRV = f.RV()
 	r.mu.Unlock()
-	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.rv, "objects", f.items.Len())
+	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.RV(), "objects", f.Len())
 }
 
 // errNoResourceVersion is a cache synced without a version to resume from.
@@ -510,7 +510,7 @@ func (r *restarter) checkProbe(staged map[string]any, accepts func(runtime.Objec
 		if !ok {
 			return fmt.Errorf("%w: the server has %q at resourceVersion %s, the snapshot at %s has no such object", errOtherHistory, key, rv, loaded)
 		}
-		uid, heldRV, err := r.store.identityOf(held)
+		uid, heldRV, err := r.store.IdentityOf(held)
 		if err != nil {
 			return nil
 		}
@@ -538,35 +538,31 @@ func (r *restarter) stop(logger klog.Logger, synced bool) {
 }
 
 // header is the header of a snapshot of f frozen at.
-func (r *restarter) header(f storeFrozen, at time.Time) snapshot.Header {
+func (r *restarter) header(f store.Frozen, at time.Time) snapshot.Header {
 	h := r.identity
-	h.Encoding = r.store.encoding(f.set)
-	h.ResourceVersion, h.WrittenAt, h.Count = f.rv, at, f.items.Len()
+	h.Encoding = r.store.Encoding(f.Set())
+	h.ResourceVersion, h.WrittenAt, h.Count = f.RV(), at, f.Len()
 	return h
 }
 
-func (r *restarter) write(h snapshot.Header, f storeFrozen) error {
+func (r *restarter) write(h snapshot.Header, f store.Frozen) error {
 	w, err := snapshot.Create(r.opts.Path, h)
 	if err != nil {
 		return err
 	}
-	return r.store.write(w, f)
+	return r.store.Write(w, f)
 }
 
 // runSnapshots starts s's periodic snapshots, if on, and returns what Run
 // calls once the controller has returned: it waits for the periodic saver
 // to exit, then keeps the final state (stop), after the reflector stopped
 // (the content and its version are final) and before Run returns.
-func (s *sharedIndexInformer) runSnapshots(ctx context.Context, ctrl Controller) (stopped func()) {
+func (s *sharedIndexInformer) runSnapshots(ctx context.Context, c *controller) (stopped func()) {
 	s.mu.Lock()
 	r := s.restart
 	s.mu.Unlock()
-	c, ok := ctrl.(*controller)
-	switch {
-	case r == nil:
+	if r == nil {
 		return func() {}
-	case !ok:
-		return r.unlock
 	}
 	synced := s.processor.cfg.synced
 	done := make(chan struct{})

@@ -119,8 +119,8 @@ func journalingInformer(tb testing.TB, compactStore, journal bool) (*sharedIndex
 	}
 	inf.restart = r
 	h := r.identity
-	h.Encoding, h.ResourceVersion, h.WrittenAt = r.store.encoding(r.store.c.storage.indexers.Load()), "1", time.Unix(0, 0)
-	r.startJournalLocked(klog.Background(), h, r.store.c.storage.indexers.Load())
+	h.Encoding, h.ResourceVersion, h.WrittenAt = r.store.Encoding(r.store.IndexerSet()), "1", time.Unix(0, 0)
+	r.startJournalLocked(klog.Background(), h, r.store.IndexerSet())
 	tb.Cleanup(func() { r.stopJournalLocked() })
 	return inf, make([]Delta, 1)
 }
@@ -128,11 +128,11 @@ func journalingInformer(tb testing.TB, compactStore, journal bool) (*sharedIndex
 // applyAndJournal applies deltas to inf's store and journals them, as the
 // informer's ProcessBatch does.
 func applyAndJournal(tb testing.TB, inf *sharedIndexInformer, deltas []Delta) {
-	_, _, err := inf.indexer.(*cache).applyDeltas(deltas, false, nil)
+	_, _, err := inf.indexer.applyDeltas(deltas, false, nil, inf.restart.journalWrites)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	inf.journal(klog.Background(), deltas, err)
+	inf.restart.journalApplied(klog.Background(), deltas, err)
 }
 
 // BenchmarkStop100kPods is the stop of an informer of 100k realistic pods

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openinformer/cache/internal/snapshot"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // The journal (docs/RESTART.md, "Window" and "Stopping") records the
@@ -48,7 +49,7 @@ const journalStopDivisor = 4
 // startJournalLocked replaces the journal with one following h, the header
 // of the snapshot being written of a store indexed by set, and returns it
 // (nil if it could not be started). Call with blockDeltas held.
-func (r *restarter) startJournalLocked(logger klog.Logger, h snapshot.Header, set *indexerSet) *snapshot.JournalWriter {
+func (r *restarter) startJournalLocked(logger klog.Logger, h snapshot.Header, set *store.IndexerSet) *snapshot.JournalWriter {
 	r.stopJournalLocked()
 	j, err := snapshot.CreateJournal(nextJournalPath(r.opts.Path), h)
 	if err != nil {
@@ -62,8 +63,8 @@ func (r *restarter) startJournalLocked(logger klog.Logger, h snapshot.Header, se
 // useJournalLocked makes j the journal of the changes to come, framing
 // the values of set's indexes; onDisk says whether the snapshot it follows
 // is committed. Call with blockDeltas held.
-func (r *restarter) useJournalLocked(j *snapshot.JournalWriter, set *indexerSet, onDisk bool) {
-	r.journal, r.journalSet, r.journalFramed, r.journalOnDisk = j, set, framedIndexes(set), onDisk
+func (r *restarter) useJournalLocked(j *snapshot.JournalWriter, set *store.IndexerSet, onDisk bool) {
+	r.journal, r.journalSet, r.journalFramed, r.journalOnDisk = j, set, store.FramedIndexes(set), onDisk
 }
 
 // commitJournal moves j, the journal of a snapshot of size bytes just
@@ -171,7 +172,8 @@ func (r *restarter) journalDelta(d Delta, handOver string) error {
 	}
 }
 
-// journalWrites is the store's hook (cache.committed): it appends the
+// journalWrites is told each batch the store commits (the deltaApplier's
+// committed): it appends the
 // writes of a batch of deltas the store just committed, each Put with the
 // value the store now holds (a compact store's encoding as it is, not
 // encoded again; a plain store's object, encoded once) and its index
@@ -179,23 +181,23 @@ func (r *restarter) journalDelta(d Delta, handOver string) error {
 // so that every prefix of the journal is a state the server had. A batch
 // not committed whole, a relist's or a tombstone stops the journal, at
 // journalBatch, which runs next under the same blockDeltas.
-func (r *restarter) journalWrites(deltas []Delta, b *writeBatch) {
+func (r *restarter) journalWrites(deltas []Delta, b store.Committed) {
 	if r.journal == nil || r.journalErr != nil {
 		return
 	}
 	r.journalErr = r.appendWrites(deltas, b)
 }
 
-func (r *restarter) appendWrites(deltas []Delta, b *writeBatch) error {
-	if b.set != r.journalSet {
+func (r *restarter) appendWrites(deltas []Delta, b store.Committed) error {
+	if b.Set() != r.journalSet {
 		return errJournalStops // indexes changed: the journal's framing no longer holds
 	}
-	for i := range b.ws {
-		if _, isObject := b.ws[i].obj.(runtime.Object); b.ws[i].err != nil || !isObject || !isWrite(deltas[i].Type) {
+	for i := range b.Len() {
+		if _, isObject := b.Obj(i).(runtime.Object); b.Err(i) != nil || !isObject || !isWrite(deltas[i].Type) {
 			return errJournalStops
 		}
 	}
-	for i := range b.ws {
+	for i := range b.Len() {
 		if deltas[i].Type != Sync {
 			if err := r.appendWrite(b, i); err != nil {
 				return err
@@ -211,20 +213,20 @@ func isWrite(t DeltaType) bool { return t == Added || t == Updated || t == Delet
 
 // appendWrite appends write i of b: its key, its object's version and,
 // for a put, its framed index values and its record as held.
-func (r *restarter) appendWrite(b *writeBatch, i int) error {
-	w := &b.ws[i]
-	m, err := accessor(w.obj)
+func (r *restarter) appendWrite(b store.Committed, i int) error {
+	key, obj := b.Key(i), b.Obj(i)
+	m, err := accessor(obj)
 	if err != nil {
 		return err
 	}
-	if w.typ == TransactionTypeDelete {
-		return r.journal.Delete(m.GetResourceVersion(), w.key)
+	if b.Deleted(i) {
+		return r.journal.Delete(m.GetResourceVersion(), key)
 	}
-	all := b.valuesOf(i)
-	if w.superseded && len(r.journalFramed) > 0 { // not indexed by the store: computed here (rare)
-		all, _ = b.set.values(nil, w.key, w.obj)
+	all := b.Values(i)
+	if b.Superseded(i) && len(r.journalFramed) > 0 { // not indexed by the store: computed here (rare)
+		all, _ = b.Set().Values(nil, key, obj)
 	}
-	return r.appendPut(m.GetResourceVersion(), w.key, w.held, all)
+	return r.appendPut(m.GetResourceVersion(), key, b.Held(i), all)
 }
 
 // appendPut appends a put of held (a compact store's encoding, a plain
@@ -241,10 +243,10 @@ func (r *restarter) appendPut(rv, key string, held any, all [][]string) error {
 		vals = append(vals, v)
 	}
 	r.journalVals = vals
-	r.journalFrame = appendFrame(r.journalFrame[:0], vals, len(r.journalFramed))
+	r.journalFrame = store.AppendFrame(r.journalFrame[:0], vals, len(r.journalFramed))
 	buf := binary.AppendUvarint(r.journalBuf[:0], uint64(len(r.journalFrame)))
 	buf = append(buf, r.journalFrame...)
-	buf, err := r.store.appendRecord(buf, key, held)
+	buf, err := r.store.AppendRecord(buf, key, held)
 	r.journalBuf = buf
 	if err != nil {
 		return err
@@ -262,16 +264,15 @@ func (r *restarter) journalStaged(logger klog.Logger, rv, key string, v any) {
 		return
 	}
 	var err error
-	switch v := v.(type) {
-	case nil:
+	if v == nil {
 		err = r.journal.Delete(rv, key)
-	case preheld:
+	} else if held, set, vals, ok := store.HeldAhead(v); ok {
 		err = errJournalStops
-		if v.index.set == r.journalSet {
-			err = r.appendPut(rv, key, v.held, v.index.vals)
+		if set == r.journalSet {
+			err = r.appendPut(rv, key, held, vals)
 		}
-	default:
-		all, _ := r.journalSet.values(nil, key, v)
+	} else {
+		all, _ := r.journalSet.Values(nil, key, v)
 		err = r.appendPut(rv, key, v, all)
 	}
 	if err != nil {
@@ -313,7 +314,7 @@ func (r *restarter) endCatchUp(logger klog.Logger, synced bool, rv string) {
 // follows another snapshot, is ignored; one torn by a crash is applied up
 // to its last whole change.
 func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged map[string]any) (string, error) {
-	set := r.store.c.storage.indexers.Load()
+	set := r.store.IndexerSet()
 	j, err := snapshot.OpenJournal(journalPath(r.opts.Path), &h)
 	if err != nil {
 		r.continueJournal(logger, h, nil, set)
@@ -321,7 +322,7 @@ func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged 
 	}
 	defer j.Close()
 	rv := h.ResourceVersion
-	framed := framedIndexes(set)
+	framed := store.FramedIndexes(set)
 	for i := 0; ; i++ {
 		c, err := j.Next()
 		if err == io.EOF {
@@ -334,9 +335,9 @@ func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged 
 		switch c.Op {
 		case snapshot.Put:
 			key := string(c.Key)
-			obj, err := r.store.loadRecord(key, c.Value, set, framed)
+			obj, err := r.store.LoadRecord(key, c.Value, set, framed)
 			if err != nil {
-				return "", undecodable("journal change", i, err)
+				return "", store.Undecodable("journal change", i, err)
 			}
 			staged[key] = obj
 		case snapshot.Delete:
@@ -349,7 +350,7 @@ func (r *restarter) replayJournal(logger klog.Logger, h snapshot.Header, staged 
 // continueJournal makes the journal read (j, read to its end) or, when
 // nil, a new one following h the journal of the changes to come. A
 // failure is logged: the informer then saves when it stops.
-func (r *restarter) continueJournal(logger klog.Logger, h snapshot.Header, j *snapshot.JournalReader, set *indexerSet) {
+func (r *restarter) continueJournal(logger klog.Logger, h snapshot.Header, j *snapshot.JournalReader, set *store.IndexerSet) {
 	path := journalPath(r.opts.Path)
 	var w *snapshot.JournalWriter
 	var err error
@@ -368,16 +369,13 @@ func (r *restarter) continueJournal(logger klog.Logger, h snapshot.Header, j *sn
 	r.useJournalLocked(w, set, true)
 }
 
-// journal records a batch of deltas just applied, when snapshots are on;
-// a batch the store did not apply whole (applyErr) ends the journal, which
-// could not tell which of its changes hold. Call with blockDeltas held;
-// restart is set before the queue is popped.
-func (s *sharedIndexInformer) journal(logger klog.Logger, deltas []Delta, applyErr error) {
-	switch {
-	case s.restart == nil:
-	case applyErr != nil:
-		s.restart.stopJournalLocked()
-	default:
-		s.restart.journalBatch(logger, deltas)
+// journalApplied records a batch of deltas just applied; a batch the
+// store did not apply whole (applyErr) ends the journal, which could not
+// tell which of its changes hold. Call with blockDeltas held.
+func (r *restarter) journalApplied(logger klog.Logger, deltas []Delta, applyErr error) {
+	if applyErr != nil {
+		r.stopJournalLocked()
+		return
 	}
+	r.journalBatch(logger, deltas)
 }

@@ -40,20 +40,8 @@ type informerState struct{ s *sharedIndexInformer }
 func (st informerState) HasSynced() bool { return st.s.HasSynced() }
 func (st informerState) IsStopped() bool { return st.s.IsStopped() }
 
-// CachedObjects counts without listing when the store is this package's.
-func (st informerState) CachedObjects() int {
-	if c, ok := st.s.indexer.(*cache); ok {
-		return c.storage.cachedObjects()
-	}
-	return len(st.s.indexer.ListKeys())
-}
-
-// cachedObjects is how many objects the map holds.
-func (s *threadSafeMap) cachedObjects() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.items.Len()
-}
+// CachedObjects counts without listing.
+func (st informerState) CachedObjects() int { return st.s.indexer.storage.Len() }
 
 // NewDerivedInformerName reserves a name for informers whose builder was given none but
 // knows what they are, such as a factory without WithInformerName, so that they publish

@@ -80,8 +80,8 @@ func (o *backlogOverflow) record(n notification) error {
 // function (informerKeyFunc), and a decode here would run on the
 // processLoop, under the listener's lock.
 func (o *backlogOverflow) keyOf(obj interface{}) (string, error) {
-	if b, boxed := obj.(*heldBox); boxed {
-		return b.key, nil
+	if key, boxed := boxedKey(obj); boxed {
+		return key, nil
 	}
 	return o.keyFunc(obj)
 }

@@ -37,10 +37,10 @@ func (noopMutationDetector) Run(<-chan struct{})   {}
 
 // mutationPair is an object as handed out and the copy taken at that time.
 type mutationPair struct {
-	live, snapshot runtime.Object
+	live, copied runtime.Object
 }
 
-// cacheMutationChecker compares handed-out objects with their snapshots
+// cacheMutationChecker compares handed-out objects with their deep copies
 // every period. Pairs live in two generations so each is watched for at
 // least retain before being forgotten.
 type cacheMutationChecker struct {
@@ -62,14 +62,14 @@ func newCacheMutationChecker(name string, period, retain time.Duration) *cacheMu
 	return &cacheMutationChecker{name: name, period: period, retain: retain, fail: func(msg string) { panic(msg) }}
 }
 
-// AddObject snapshots obj for later comparison. Only runtime.Objects can be
+// AddObject deep-copies obj for later comparison. Only runtime.Objects can be
 // copied; tombstones and other values are ignored.
 func (d *cacheMutationChecker) AddObject(obj interface{}) {
 	o, ok := obj.(runtime.Object)
 	if !ok {
 		return
 	}
-	pair := mutationPair{live: o, snapshot: o.DeepCopyObject()}
+	pair := mutationPair{live: o, copied: o.DeepCopyObject()}
 	d.mu.Lock()
 	d.added = append(d.added, pair)
 	d.mu.Unlock()
@@ -111,8 +111,8 @@ func (d *cacheMutationChecker) compare() {
 	altered := false
 	for _, gen := range [][]mutationPair{d.current, d.previous} {
 		for i, p := range gen {
-			if !reflect.DeepEqual(p.live, p.snapshot) {
-				fmt.Printf("CACHE %s[%d] ALTERED!\n%v\n", d.name, i, diff.ObjectGoPrintSideBySide(p.live, p.snapshot))
+			if !reflect.DeepEqual(p.live, p.copied) {
+				fmt.Printf("CACHE %s[%d] ALTERED!\n%v\n", d.name, i, diff.ObjectGoPrintSideBySide(p.live, p.copied))
 				altered = true
 			}
 		}

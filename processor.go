@@ -43,7 +43,7 @@ type listenerConfig struct {
 	synced chan struct{}
 	// keyFunc keys the objects of a collapsed backlog: the informer's
 	// store's key function, so that a boxed object's store key is its key
-	// (see heldBox).
+	// (see form.Box, held_box.go).
 	keyFunc       KeyFunc
 	backlogLimit  int
 	slowThreshold time.Duration

@@ -320,7 +320,7 @@ func (l *processorListener) markWaiting(rest []notification) {
 // the process. With ReallyCrash false the notification is skipped and
 // delivery continues after panicPause, and an initial-list add counts as
 // delivered either way, so a panicking OnAdd cannot keep the registration
-// unsynced forever. A boxed object is read back first (see heldBox), under
+// unsynced forever. A boxed object is read back first (see form.Box, held_box.go), under
 // the same recovery; one that cannot be is not delivered, but an initial
 // add counts as delivered all the same.
 func (l *processorListener) deliver(n notification) (returned bool) {

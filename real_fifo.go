@@ -73,10 +73,6 @@ type RealFIFO struct {
 	knownObjects KeyListerGetter
 	transformer  TransformFunc
 
-	// prehold, set by a compact informer on its atomic queue, holds the
-	// objects of a watch-list stream as they arrive; see preheld.
-	prehold preholdFunc
-
 	atomicEvents          bool
 	unlockWhileProcessing bool
 	emitBookmarks         bool
@@ -272,10 +268,6 @@ func (f *RealFIFO) replaceAtomicLocked(list []interface{}, resourceVersion strin
 	}
 	f.pushLocked(Delta{Type: ReplacedAll, Object: ReplacedAllInfo{ResourceVersion: resourceVersion, Objects: objs}})
 }
-
-// streamPreholder returns how a watch-list stream into the queue should
-// hold its objects as they arrive, nil to keep them as they are.
-func (f *RealFIFO) streamPreholder() preholdFunc { return f.prehold }
 
 // leaveOut reports and counts err, the failure of one object of a relist,
 // which is left out as if it were not listed: it must not cost the others.

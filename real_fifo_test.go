@@ -729,7 +729,7 @@ func TestR11_MetricsOnlyForReservedIdentifier(t *testing.T) {
 func TestG2_InformerQueuePerGateSetting(t *testing.T) {
 	store := newRFIFOKnown(newTestPod("ns", "a", "1"))
 	build := func() Queue {
-		_, q := newInformerQueue(informerQueueOptions{objectType: newTestPod("", "", ""), store: store})
+		_, q, _ := newInformerQueue(informerQueueOptions{objectType: newTestPod("", "", ""), store: store})
 		return q
 	}
 	t.Run("defaults", func(t *testing.T) {
@@ -836,7 +836,7 @@ func TestG2_InformerQueuePassesThroughOptions(t *testing.T) {
 	defer n.Release()
 	id := n.WithResource(schema.GroupVersionResource{Resource: "pods"})
 	m := &rfifoMetrics{}
-	logger, q := newInformerQueue(informerQueueOptions{logger: klog.Background(), objectType: newTestPod("", "", ""),
+	logger, q, _ := newInformerQueue(informerQueueOptions{logger: klog.Background(), objectType: newTestPod("", "", ""),
 		transform: queueModelTransform, identifier: id, metricsProvider: m})
 	f := q.(*RealFIFO)
 	assert.NotNil(t, f.Transformer())

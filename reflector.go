@@ -74,7 +74,10 @@ type Reflector struct {
 	// warmStart, when set, supplies the first ListAndWatch's list (a warm
 	// restart's caught-up snapshot) or asks it to list from a consistent
 	// read; it is called once.
-	warmStart func(context.Context) warmStartResult
+	warmStart warmStartFunc
+	// prehold, given by an informer, holds a compact store's objects of a
+	// list as they arrive; nil keeps them as they are.
+	prehold preholdFunc
 
 	mu      sync.RWMutex
 	machine *reflectorfsm.Machine
@@ -144,6 +147,23 @@ func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, 
 // accepts anything. Whether watch-list streaming is tried first is decided
 // here, from the WatchListClient feature gate and lw's opt-out.
 func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
+	return newReflector(lw, expectedType, store, options, reflectorHooks{})
+}
+
+// reflectorHooks is what an informer's controller gives its Reflector;
+// the zero value is none.
+type reflectorHooks struct {
+	// warmStart supplies the first ListAndWatch's list (a warm restart).
+	warmStart warmStartFunc
+	// prehold holds a compact informer's listed and streamed objects in
+	// the store's form as they arrive (store.Preheld), for its atomic
+	// RealFIFO to carry to the store in one ReplacedAll.
+	prehold preholdFunc
+}
+
+// newReflector is NewReflectorWithOptions for an informer's controller,
+// with its hooks.
+func newReflector(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions, hooks reflectorHooks) *Reflector {
 	c := options.Clock
 	if c == nil {
 		c = clock.RealClock{}
@@ -164,6 +184,8 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		runClock:          clock.RealClock{},
 		delay:             reflectorBackoff(options.Backoff).DelayWithReset(c, defaultBackoffReset),
 		watchErrorHandler: DefaultWatchErrorHandler,
+		warmStart:         hooks.warmStart,
+		prehold:           hooks.prehold,
 	}
 	r.rvUpdater, _ = store.(ResourceVersionUpdater)
 	r.noListerWatcher = reportNilListerWatcher(lw)

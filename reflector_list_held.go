@@ -17,7 +17,7 @@ import (
 )
 
 // A compact informer's LIST holds each listed object in the store's form
-// (store_prehold.go) as it is taken out of its response, the way its
+// (internal/store/prehold.go) as it is taken out of its response, the way its
 // watch-list stream does, so that the decoded list never lives whole beside
 // the encodings: a paged list's pages are held as they arrive and dropped,
 // and a list in one response (the watch cache's, the common case) has each
@@ -53,16 +53,12 @@ type leftOutObject struct {
 
 // newListHolder returns the holder for a LIST into store, nil when the
 // store does not hold objects ahead (not a compact informer's queue).
-func newListHolder(store ReflectorStore) *listHolder {
+func newListHolder(store ReflectorStore, prehold preholdFunc) *listHolder {
 	q, ok := store.(pretransformedQueue)
-	if !ok {
+	if !ok || prehold == nil {
 		return nil
 	}
-	p, ok := store.(preholdingQueue)
-	if !ok || p.streamPreholder() == nil {
-		return nil
-	}
-	return &listHolder{queue: q, transform: q.Transformer(), prehold: p.streamPreholder()}
+	return &listHolder{queue: q, transform: q.Transformer(), prehold: prehold}
 }
 
 // hold transforms obj and holds it as the store will, or sets it aside

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/openinformer/cache/internal/store"
 )
 
 // pagerScript answers a pager's requests from a list of responses, in
@@ -93,7 +95,7 @@ func extractedNames(list runtime.Object) (string, []string, error) {
 // preholder that keeps each object as it is (to compare the objects).
 func listOurs(answers []pagerAnswer, pageSize int64, opts metav1.ListOptions) (pagerOutcome, *listHolder) {
 	s := &pagerScript{answers: answers}
-	h := &listHolder{prehold: func(obj any) (preheld, error) { return preheld{held: obj}, nil }}
+	h := &listHolder{prehold: func(obj any) (store.Preheld, error) { return testPreheld("", obj), nil }}
 	p := &heldPager{pageSize: pageSize, pageFn: s.page, holder: h}
 	list, paginated, err := p.list(opts)
 	out := pagerOutcome{paginated: paginated}
@@ -111,7 +113,7 @@ func listOurs(answers []pagerAnswer, pageSize int64, opts metav1.ListOptions) (p
 	}
 	objs := make([]interface{}, len(h.items))
 	for i, p := range h.items {
-		objs[i] = p.(preheld).held
+		objs[i] = p.(store.Preheld).Held()
 	}
 	out.names = podNames(objs)
 	return out, h
@@ -161,13 +163,13 @@ func TestListHolderDrainClearsItems(t *testing.T) {
 	out, h := listOurs([]pagerAnswer{{obj: list}}, 500, metav1.ListOptions{})
 	require.Equal(t, []string{"a", "b"}, out.names)
 	assert.Equal(t, make([]v1.Pod, 2), list.Items, "every item cleared")
-	held := h.items[0].(preheld).held.(*v1.Pod)
+	held := h.items[0].(store.Preheld).Held().(*v1.Pod)
 	assert.Equal(t, "a", held.Name, "the held object is a copy, not the cleared item")
 }
 
 // A list EachListItem refuses is refused before any item is held.
 func TestListHolderDrainRefusesWhole(t *testing.T) {
-	h := &listHolder{prehold: func(obj any) (preheld, error) { return preheld{held: obj}, nil }}
+	h := &listHolder{prehold: func(obj any) (store.Preheld, error) { return testPreheld("", obj), nil }}
 	err := h.drain(newTestPod("ns", "a", "1"))
 	require.Error(t, err)
 	_, want := meta.ExtractListWithAlloc(newTestPod("ns", "a", "1"))

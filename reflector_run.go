@@ -123,7 +123,7 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 		paginated bool
 		err       error
 	}
-	holder := newListHolder(run.r.store)
+	holder := newListHolder(run.r.store, run.r.prehold)
 	res, err := aside(run, false, func() result {
 		list, paginated, err := run.listPages(holder, act.PageSize, act.Options)
 		if err == nil {

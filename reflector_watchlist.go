@@ -25,7 +25,7 @@ func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 		return reflectorfsm.WatchListDone{Err: err}
 	}
 	run.w = w
-	buf := newStreamBuffer(run.r.store)
+	buf := newStreamBuffer(run.r.store, run.r.prehold)
 	synced, err := run.consume(start, buf, true, act.Patience)
 	switch {
 	case err == errReflectorStopped:
@@ -62,24 +62,17 @@ type pretransformedQueue interface {
 	leaveOutStreamed(obj interface{}, err error)
 }
 
-// preholdingQueue is a pretransformedQueue that may want a stream's
-// objects held as they arrive: a compact informer's RealFIFO.
-type preholdingQueue interface {
-	// streamPreholder is how the stream holds objects as they arrive; nil
-	// keeps them as they are.
-	streamPreholder() preholdFunc
-}
-
 // newStreamBuffer returns the buffer for a stream into store. The objects
-// get the store's own transform as they arrive, as they would in a store.
-func newStreamBuffer(store ReflectorStore) *watchListBuffer {
+// get the store's own transform as they arrive, as they would in a store,
+// and, into a pretransformedQueue, are held by prehold (when not nil).
+func newStreamBuffer(store ReflectorStore, prehold preholdFunc) *watchListBuffer {
 	switch s := store.(type) {
 	case pretransformedQueue:
 		b := newWatchListBuffer(s.Transformer())
 		b.queue = s
-		if p, ok := s.(preholdingQueue); ok && !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
+		if !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
 			// The detector compares the collected objects with a LIST's.
-			b.prehold = p.streamPreholder()
+			b.prehold = prehold
 		}
 		return b
 	case TransformingStore:
@@ -166,14 +159,14 @@ func (b *watchListBuffer) keepKey(name keyParts, stored interface{}) {
 	if b.transform == nil && b.prehold == nil {
 		return
 	}
-	if p, ok := stored.(preheld); ok && b.keys == nil && name.is(p.key) {
+	if key, ok := heldKey(stored); ok && b.keys == nil && name.is(key) {
 		return
 	}
 	if b.keys == nil && b.prehold != nil {
 		earlier := b.items[:len(b.items)-1]
 		b.keys = make([]string, len(earlier), cap(b.items))
 		for i, obj := range earlier {
-			b.keys[i] = obj.(preheld).key
+			b.keys[i], _ = heldKey(obj)
 		}
 	}
 	b.keys = append(b.keys, name.key())
@@ -285,8 +278,8 @@ func (b *watchListBuffer) index() {
 			b.slot[b.keys[i]] = i
 			continue
 		}
-		if p, ok := obj.(preheld); ok {
-			b.slot[p.key] = i
+		if key, ok := heldKey(obj); ok {
+			b.slot[key] = i
 			continue
 		}
 		if p, err := metaKeyParts(obj); err == nil {

@@ -120,7 +120,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		indexers = Indexers{}
 	}
 	s := &sharedIndexInformer{
-		indexer:           NewIndexer(informerKeyFunc, indexers, append(compactStoreOptions(options.Compact), WithStoreMetrics(options.Identifier, options.InformerMetricsProvider))...),
+		indexer:           newCache(informerKeyFunc, indexers, append(compactStoreOptions(options.Compact), WithStoreMetrics(options.Identifier, options.InformerMetricsProvider))),
 		lw:                lw,
 		objectType:        exampleObject,
 		objectDescription: options.ObjectDescription,
@@ -155,18 +155,27 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 // a late handler sees the cache and then exactly the changes after it.
 // Whether the informer synced is recorded once, by the processor.
 //
-// Lock order, outermost first: mu or the queue's lock; then blockDeltas;
-// then the processor's; then one listener's; the store's lock is innermost.
-// The store takes its lock only inside its own methods (applyDeltas
-// included), never across the hand-over of changes: a batch is written, the
-// lock released, and only then are the changes distributed. A listener's
-// goroutine takes only its own listener's lock, never one of the informer's:
-// a collapsed backlog is resolved from the notifications it recorded, not
-// from the cache. A MembershipInformer adds two locks outside all of these:
-// a handler's switch lock (held while that handler runs), then the
+// Lock order, outermost first (the package's one statement of it):
+//  1. mu, or the queue's lock (RealFIFO, DeltaFIFO).
+//  2. blockDeltas. The restarter takes it too: to freeze the store and
+//     start its journal at one point, and to append to, flush, rename or
+//     sync the journal, so the journal's file I/O runs under it; the
+//     snapshot's own write walks a frozen state with no lock held.
+//  3. The processor's lock, then one listener's.
+//  4. The store's lock (internal/store's Map.mu), innermost: the store
+//     takes it only inside its own methods (applyDeltas included), never
+//     across the hand-over of changes: a batch is written, the lock
+//     released, and only then are the changes distributed.
+//
+// The restarter's own mu guards only the version of the snapshot on disk
+// and is taken alone, never across I/O. A listener's goroutine takes only
+// its own listener's lock, never one of the informer's: a collapsed
+// backlog is resolved from the notifications it recorded, not from the
+// cache. A MembershipInformer adds two locks outside all of these: a
+// handler's switch lock (held while that handler runs), then the
 // MembershipInformer's own, never the other way round.
 type sharedIndexInformer struct {
-	indexer           Indexer
+	indexer           *cache
 	processor         *sharedProcessor
 	mutationDetector  MutationDetector
 	lw                ListerWatcher
@@ -182,7 +191,7 @@ type sharedIndexInformer struct {
 
 	mu                sync.Mutex // guards the fields below
 	started, stopped  bool
-	controller        Controller
+	controller        *controller
 	resyncCheckPeriod time.Duration
 	defaultResync     time.Duration
 	watchErrorHandler WatchErrorHandlerWithContext
@@ -283,7 +292,7 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 
 // start builds the queue (per the feature gates, now) and the controller;
 // nil if the informer was started before.
-func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
+func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logger := klog.FromContext(ctx)
@@ -291,16 +300,27 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return nil, nil
 	}
-	qlogger, queue := newInformerQueue(informerQueueOptions{
+	qlogger, queue, prehold := newInformerQueue(informerQueueOptions{
 		logger:          logger,
 		objectType:      s.objectType,
 		store:           s.indexer,
+		prehold:         s.indexer.preholder(),
 		transform:       s.cacheTransform(),
 		identifier:      s.identifier,
 		metricsProvider: s.metricsProvider,
 	})
 	lw := NewShardedListWatch(s.lw, s.shardSelector)
-	apply := deltaApplier{logger: qlogger, handler: informerFanout{s}, store: s.indexer}
+	var committed committedFunc
+	var warmStart warmStartFunc
+	var journal func(klog.Logger, []Delta, error)
+	if s.snapshot != nil {
+		s.restart = newRestarter(logger, s, lw, *s.snapshot)
+	}
+	if s.restart != nil {
+		committed, warmStart, journal = s.restart.journalWrites, s.restart.warmStart, s.restart.journalApplied
+	}
+	hooks := reflectorHooks{warmStart: warmStart, prehold: prehold}
+	apply := newDeltaApplier(qlogger, s.indexer, informerFanout{s}.notifyBatch, committed)
 	ctrl := newController(&Config{
 		Queue:             queue,
 		ListerWatcher:     lw,
@@ -312,25 +332,23 @@ func (s *sharedIndexInformer) start(ctx context.Context) (Controller, Queue) {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
 			err := apply.process(obj, isInInitialList)
-			deltas, _ := obj.(Deltas)
-			s.journal(qlogger, deltas, err)
+			if journal != nil {
+				deltas, _ := obj.(Deltas)
+				journal(qlogger, deltas, err)
+			}
 			return err
 		},
 		ProcessBatch: func(deltas []Delta, isInInitialList bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
 			err := apply.processBatch(deltas, isInInitialList)
-			s.journal(qlogger, deltas, err)
+			if journal != nil {
+				journal(qlogger, deltas, err)
+			}
 			return err
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
-	}, s.clock)
-	if s.snapshot != nil {
-		s.restart = newRestarter(logger, s, lw, *s.snapshot)
-	}
-	if s.restart != nil {
-		ctrl.warmStart = s.restart.warmStart
-	}
+	}, s.clock, hooks)
 	s.controller = ctrl
 	s.started = true
 	return ctrl, queue

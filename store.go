@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openinformer/cache/internal/hashmap"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // StoreOption configures a Store or Indexer built by NewStore or NewIndexer.
@@ -29,10 +30,10 @@ func WithStoreMetrics(identifier InformerNameAndResource, provider InformerMetri
 }
 
 // cache is the Store and Indexer: a KeyFunc and an optional transformer in
-// front of a threadSafeMap. It has no lock of its own: its fields are set
-// at construction, and storage locks itself.
+// front of the store engine's map (internal/store). It has no lock of its
+// own: its fields are set at construction, and storage locks itself.
 type cache struct {
-	storage *threadSafeMap
+	storage *store.Map
 	keyFunc KeyFunc
 	// metaKeys marks a keyFunc that keys by namespace and name, which lookup
 	// can assemble without allocating.
@@ -41,10 +42,7 @@ type cache struct {
 	identifier  InformerNameAndResource
 	provider    InformerMetricsProvider
 	withMetrics bool
-	form        storedForm
-	// committed, when set (a warm restart's journal), is told each batch
-	// of deltas applyWrites committed, with the values the store holds.
-	committed func([]Delta, *writeBatch)
+	form        form.Form
 }
 
 var (
@@ -64,17 +62,22 @@ func NewIndexer(keyFunc KeyFunc, indexers Indexers, opts ...StoreOption) Indexer
 }
 
 func newCache(keyFunc KeyFunc, indexers Indexers, opts []StoreOption) *cache {
-	c := &cache{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc), form: plainForm{}}
+	c := &cache{keyFunc: keyFunc, metaKeys: isMetaNamespaceKeyFunc(keyFunc), form: form.Plain{}}
 	for _, opt := range opts {
 		opt(c)
 	}
-	var tsOpts []ThreadSafeStoreOption
+	cfg := storeConfig(c.form)
 	if c.withMetrics {
-		tsOpts = append(tsOpts, WithThreadSafeStoreMetrics(c.identifier, c.provider))
+		cfg.RVMetric, cfg.ObjectErrors = storeMetrics(c.identifier, c.provider)
 	}
-	c.storage = newThreadSafeMap(indexers, tsOpts...)
-	c.storage.form = c.form
+	c.storage = store.New(indexers, cfg)
 	return c
+}
+
+// withStoredForm makes a store built by NewStore or NewIndexer hold its
+// objects in form f.
+func withStoredForm(f form.Form) StoreOption {
+	return func(c *cache) { c.form = f }
 }
 
 var errNilStoreObject = errors.New("object is nil")
@@ -100,7 +103,7 @@ func (c *cache) keyOf(obj interface{}) (string, error) {
 // namespace-and-name key function the key is first assembled on the stack:
 // when obj is already stored (an update, the common case) the stored key
 // string is returned and no key is allocated.
-func (c *cache) lookup(obj interface{}) (key string, old prior, err error) {
+func (c *cache) lookup(obj interface{}) (key string, old store.Prior, err error) {
 	if c.metaKeys {
 		if m, err := accessor(obj); err == nil {
 			key, old = c.lookupMeta(m.GetNamespace(), m.GetName())
@@ -108,25 +111,25 @@ func (c *cache) lookup(obj interface{}) (key string, old prior, err error) {
 		}
 	}
 	if key, err = c.keyOf(obj); err != nil {
-		return "", prior{}, err
+		return "", store.Prior{}, err
 	}
-	return key, c.storage.readPrior(key), nil
+	return key, c.storage.ReadPrior(key), nil
 }
 
 // lookupMeta is lookup for the key namespace/name.
-func (c *cache) lookupMeta(ns, name string) (string, prior) {
+func (c *cache) lookupMeta(ns, name string) (string, store.Prior) {
 	p := keyParts{namespace: ns, name: name}
 	var buf [joinBufSize]byte
 	if joined, ok := p.joinInto(&buf); ok {
 		// joined aliases buf only for the lookup; the map compares it and
 		// keeps nothing, and what is returned is the map's own key.
-		if key, old := c.storage.readStoredPrior(joined); old.existed {
+		if key, old := c.storage.ReadStoredPrior(joined); old.Existed() {
 			return key, old
 		}
-		return p.key(), prior{read: true}
+		return p.key(), store.AbsentPrior()
 	}
 	key := p.key()
-	return key, c.storage.readPrior(key)
+	return key, c.storage.ReadPrior(key)
 }
 
 // transform applies the store's transformer, if any.
@@ -157,7 +160,7 @@ func (c *cache) Update(obj interface{}) error {
 	if obj, err = c.transform(obj); err != nil {
 		return err
 	}
-	return c.storage.writeOne(write{key: key, typ: TransactionTypeUpdate, obj: obj}, c.metaKeys)
+	return c.storage.WriteOne(key, TransactionTypeUpdate, obj, c.metaKeys)
 }
 
 // Delete removes the object with obj's key; an absent key is not an error.
@@ -166,7 +169,7 @@ func (c *cache) Delete(obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	return c.storage.writeOne(write{key: key, typ: TransactionTypeDelete, obj: obj}, c.metaKeys)
+	return c.storage.WriteOne(key, TransactionTypeDelete, obj, c.metaKeys)
 }
 
 // List returns every stored object, from one consistent state.
@@ -180,7 +183,7 @@ func (c *cache) ListKeys() []string {
 }
 
 // LastStoreSyncResourceVersion returns the last resource version the store
-// recorded (see threadSafeMap).
+// recorded (see store.Map).
 func (c *cache) LastStoreSyncResourceVersion() string {
 	return c.storage.LastStoreSyncResourceVersion()
 }
@@ -215,68 +218,51 @@ func (c *cache) Replace(list []interface{}, rv string) error {
 	return errors.Join(dropped...)
 }
 
-// replacement is what replaceList stored: keys[i] and objs[i] (transformed)
-// for each object kept, in list order, and the content replaced and the new
-// one, both frozen so that the caller can compare them without the lock.
-// Their values are held: read them through the store's view.
-type replacement struct {
-	keys          []string
-	objs          []interface{}
-	before, after hashmap.Map[any]
-}
-
 // replaceList is Replace that also returns what it stored, and one error
 // per object of list it left out.
-func (c *cache) replaceList(list []interface{}, rv string) (r replacement, dropped []error) {
-	e := hashmap.NewEpoch()
-	r.after = hashmap.Sized[any](e, len(list))
-	r.keys = make([]string, 0, len(list))
-	r.objs = make([]interface{}, 0, len(list))
-	unique := true
-	var twice listedTwice
-	for _, obj := range list {
-		key, stored, held, err := c.storable(obj)
-		if err != nil {
-			c.storage.objectErrors.Inc()
-			dropped = append(dropped, err)
-			continue
-		}
-		if _, replaced := r.after.Set(e, key, held); replaced {
-			unique = false
-			if c.metaKeys {
-				earlier := r.objs[twice.earlier(r.keys, key)]
-				c.storage.reportCollision(errListedTwice, "Object listed twice under one key; the store keeps the later", key, earlier, stored)
-			}
-		}
-		twice.note(key, len(r.keys))
-		r.keys, r.objs = append(r.keys, key), append(r.objs, stored)
-	}
-	order := listOrder{r.keys, r.objs}
-	if !unique {
-		// An earlier object under a repeated key was overwritten and must
-		// not be indexed: walk the map instead.
-		order = listOrder{}
-	}
-	r.before = c.storage.replace(r.after, e, rv, order)
-	return r, dropped
+func (c *cache) replaceList(list []interface{}, rv string) (store.Replacement, []error) {
+	return c.storage.ReplaceList(list, rv, c.storable, c.metaKeys)
 }
 
-// storable returns obj's key, obj transformed and what the map holds for
-// it.
-func (c *cache) storable(obj interface{}) (key string, stored, held interface{}, err error) {
-	if key, held, ok, err := c.adoptHeld(obj); ok {
-		return key, obj, held, err
-	}
+// storable returns obj's key and obj transformed.
+func (c *cache) storable(obj interface{}) (key string, stored interface{}, err error) {
 	if key, err = c.keyOf(obj); err != nil {
-		return "", nil, nil, err
+		return "", nil, err
 	}
 	if stored, err = c.transform(obj); err != nil {
-		return "", nil, nil, err
+		return "", nil, err
 	}
-	if held, err = c.storage.hold(key, stored); err != nil {
-		return "", nil, nil, err
+	return key, stored, nil
+}
+
+// preholdFunc returns obj, already transformed, held in its store's form
+// ahead of the Replace that will store it, or the error that refuses it
+// alone.
+type preholdFunc func(obj any) (store.Preheld, error)
+
+// preholder returns the store's preholdFunc, nil when its form holds
+// objects in place: there is nothing to gain.
+func (c *cache) preholder() preholdFunc {
+	if c.storage.Form().InPlace() {
+		return nil
 	}
-	return key, stored, held, nil
+	return func(obj any) (store.Preheld, error) {
+		key, err := c.keyOf(obj)
+		if err != nil {
+			return store.Preheld{}, err
+		}
+		return c.storage.Prehold(key, obj)
+	}
+}
+
+// heldKey is the store key of a value a preholdFunc returned, false for
+// any other value.
+func heldKey(v any) (string, bool) {
+	p, ok := v.(store.Preheld)
+	if !ok {
+		return "", false
+	}
+	return p.Key(), true
 }
 
 // Resync does nothing.
@@ -290,15 +276,15 @@ func (c *cache) Resync() error {
 // function fails is applied, left out of that index and reported. The
 // transformer is not applied.
 func (c *cache) Transaction(txns ...Transaction) *TransactionError {
-	b := getWriteBatch(len(txns))
-	defer b.release()
-	b.byName = c.metaKeys
+	b := store.GetBatch(len(txns))
+	defer b.Release()
+	b.ByName = c.metaKeys
 	for _, t := range txns {
 		key, err := c.keyOf(t.Object)
-		b.ws = append(b.ws, write{key: key, typ: t.Type, obj: t.Object, err: err})
+		b.Add(key, t.Type, t.Object, store.Prior{}, err)
 	}
-	c.storage.apply(b)
-	return b.transactionError()
+	c.storage.Apply(b)
+	return b.TransactionError()
 }
 
 // GetIndexers returns the index functions; the map is never changed.

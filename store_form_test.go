@@ -12,17 +12,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/store"
 )
 
-// These tests prove the storedForm seam: under a form that boxes every
+// These tests prove the form.Form seam: under a form that boxes every
 // object, a store must behave exactly as without one. A read that skipped
 // view would hand a box to the caller and a write that skipped hold would
 // put a bare object in the map; either fails the store's tests.
 
 // testStoredForm is the form the store rule tests build their stores with;
 // nil while they run as written, a boxForm under TestStoreRulesBoxed.
-var testStoredForm storedForm
+var testStoredForm form.Form
 
 // box is what boxForm holds for an object.
 type box struct {
@@ -40,7 +45,7 @@ type boxForm struct {
 
 func newBoxForm() *boxForm { return &boxForm{live: map[string]bool{}} }
 
-func (f *boxForm) hold(key string, obj any) (any, error) {
+func (f *boxForm) Hold(key string, obj any) (any, error) {
 	if f.refuse != nil && f.refuse(obj) {
 		return nil, errors.New("refused by the test form")
 	}
@@ -50,7 +55,7 @@ func (f *boxForm) hold(key string, obj any) (any, error) {
 	return &box{key: key, obj: obj}, nil
 }
 
-func (f *boxForm) view(key string, held any, _ bool) (any, error) {
+func (f *boxForm) View(key string, held any, _ bool) (any, error) {
 	b, ok := held.(*box)
 	if !ok {
 		return nil, fmt.Errorf("held value of %q is not boxed: %T", key, held)
@@ -61,9 +66,15 @@ func (f *boxForm) view(key string, held any, _ bool) (any, error) {
 	return b.obj, nil
 }
 
-func (f *boxForm) inPlace() bool { return false }
+func (f *boxForm) InPlace() bool { return false }
 
-func (f *boxForm) drop(key string) {
+func (f *boxForm) HoldAhead(key string, obj any) (any, error) { return f.Hold(key, obj) }
+
+func (f *boxForm) RecordCodec(runtime.Object) (*compact.Codec, bool, error) {
+	return nil, false, errors.New("no snapshots of boxed objects")
+}
+
+func (f *boxForm) Drop(key string) {
 	f.mu.Lock()
 	delete(f.live, key)
 	f.mu.Unlock()
@@ -192,14 +203,14 @@ func mustName(obj any) string {
 // view, outside the lock.
 type lockCheckForm struct {
 	*boxForm
-	s           *threadSafeMap
+	s           *store.Map
 	underLock   []string
 	onFirstView func(key string)
 }
 
-func (f *lockCheckForm) view(key string, held any, keep bool) (any, error) {
-	if f.s.mu.TryLock() {
-		f.s.mu.Unlock()
+func (f *lockCheckForm) View(key string, held any, keep bool) (any, error) {
+	if mu := storeMutex(f.s); mu.TryLock() {
+		mu.Unlock()
 	} else {
 		f.underLock = append(f.underLock, key)
 	}
@@ -207,7 +218,7 @@ func (f *lockCheckForm) view(key string, held any, keep bool) (any, error) {
 		f.onFirstView = nil
 		hook(key)
 	}
-	return f.boxForm.view(key, held, keep)
+	return f.boxForm.View(key, held, keep)
 }
 
 func newLockCheckIndexer() (Indexer, *lockCheckForm) {
@@ -257,7 +268,7 @@ func modelOf(idx Indexer) *storeModel {
 	for _, obj := range idx.List() {
 		m.put(obj)
 	}
-	m.rv = idx.(*cache).storage.rv
+	m.rv = idx.(*cache).storage.Freeze().RV()
 	return m
 }
 
@@ -277,7 +288,7 @@ func TestStoredFormWriteRacingAnotherWriteOfItsKey(t *testing.T) {
 		"Delete": func(idx Indexer, obj any) error { return idx.Delete(obj) },
 		// An informer's write, whose prior comes from its lookup.
 		"applyDeltas": func(idx Indexer, obj any) error {
-			_, _, err := idx.(*cache).applyDeltas([]Delta{{Type: Updated, Object: obj}}, false, nil)
+			_, _, err := idx.(*cache).applyDeltas([]Delta{{Type: Updated, Object: obj}}, false, nil, nil)
 			return err
 		},
 	} {

@@ -14,7 +14,6 @@ var (
 	_ clientcache.TransactionStore               = NewStore(MetaNamespaceKeyFunc).(clientcache.TransactionStore)
 	_ clientcache.ThreadSafeStoreWithTransaction = NewThreadSafeStore(Indexers{}, Indices{}).(clientcache.ThreadSafeStoreWithTransaction)
 	_ clientcache.TransactionStore               = &cache{}
-	_ clientcache.ThreadSafeStoreWithTransaction = &threadSafeMap{}
 )
 
 func TestStoreValuesSatisfyClientGoInterfaces(t *testing.T) {

@@ -197,7 +197,7 @@ func TestStoreLookupAgreesWithKeyFuncAndReusesStoredKeys(t *testing.T) {
 			for _, obj := range objs {
 				want, wantErr := c.keyOf(obj)
 				key, prior, err := c.lookup(obj)
-				old, exists := prior.obj, prior.known
+				old, exists := fieldAt[any](&prior, "obj"), fieldAt[bool](&prior, "known")
 				if wantErr != nil {
 					assert.Equal(t, wantErr, err)
 					continue

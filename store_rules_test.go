@@ -294,7 +294,7 @@ func TestS8_ClientGoNamespaceIndexFuncIndexesLikeOurs(t *testing.T) {
 	theirs := formIndexer(byString, Indexers{NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
 	ours := formIndexer(byString, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
 	for _, s := range []Indexer{theirs, ours} {
-		require.True(t, s.(*cache).storage.indexers.Load().byNamespace[0], "takes the in-place namespace path")
+		require.True(t, fieldAt[[]bool](s.(*cache).storage.IndexerSet(), "byNamespace")[0], "takes the in-place namespace path")
 		require.NoError(t, s.Add(newTestPod("ns1", "a", "1")))
 		require.NoError(t, s.Add(newTestPod("ns2", "b", "1")))
 		require.NoError(t, s.Update(newTestPod("ns1", "b", "2")))

@@ -16,14 +16,15 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/snapshot"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // stagedLines reads staged back as podLines, decoding preheld values.
 func stagedLines(t *testing.T, staged map[string]any) []string {
 	objs := make([]any, 0, len(staged))
 	for _, v := range staged {
-		if p, ok := v.(preheld); ok {
-			obj, ok := p.view(false)
+		if p, ok := v.(store.Preheld); ok {
+			obj, ok := p.View(false)
 			require.True(t, ok)
 			v = obj
 		}
@@ -60,17 +61,17 @@ func testSaveDuringWrites(t *testing.T, compactStore bool) {
 		p.Annotations = map[string]string{"pad": strings.Repeat("x", 600)}
 		require.NoError(t, c.Add(p))
 	}
-	st, err := newSnapshotStore(c, &v1.Pod{}, "")
+	st, err := store.NewSnapshots(c.storage, &v1.Pod{}, "")
 	require.NoError(t, err)
 	before := cacheLines(c.List())
 
-	f := c.storage.freeze()
+	f := c.storage.Freeze()
 	pr, pw := io.Pipe()
-	w, err := snapshot.NewWriter(pw, snapshot.Header{Resource: "pods", Encoding: st.encoding(f.set), ResourceVersion: f.rv, Count: f.items.Len()})
+	w, err := snapshot.NewWriter(pw, snapshot.Header{Resource: "pods", Encoding: st.Encoding(f.Set()), ResourceVersion: f.RV(), Count: f.Len()})
 	require.NoError(t, err)
 	saved := make(chan error, 1)
 	go func() {
-		err := st.write(w, f)
+		err := st.Write(w, f)
 		pw.CloseWithError(err)
 		saved <- err
 	}()
@@ -92,15 +93,16 @@ func testSaveDuringWrites(t *testing.T, compactStore bool) {
 	r, err := snapshot.NewReader(pr, -1, nil)
 	require.NoError(t, err)
 	staged := map[string]any{}
-	rv, err := st.read(r, staged)
+	rv, err := st.Read(r, staged)
 	require.NoError(t, err)
 	require.NoError(t, <-saved)
 	assert.Equal(t, "5", rv)
 	assert.Equal(t, before, stagedLines(t, staged))
 	if compactStore {
-		p := staged["ns/p0001"].(preheld)
-		assert.Equal(t, "ns", p.index.namespace)
-		assert.Equal(t, []string{"1"}, p.index.vals[p.index.set.pos["label"]], "the label index's values come from the frame")
+		p := staged["ns/p0001"].(store.Preheld)
+		assert.Equal(t, "ns", fieldAt[string](&p, "index", "namespace"))
+		label := fieldAt[map[string]int](p.IndexSet(), "pos")["label"]
+		assert.Equal(t, []string{"1"}, p.IndexValues()[label], "the label index's values come from the frame")
 	}
 }
 

@@ -10,32 +10,15 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
-// Tests of the write pipeline (thread_safe_store_write.go), named after its
-// rules.
+// Tests of the write pipeline (internal/store/write.go), named after its
+// rules, through the root's stores.
 
-func TestWriteBatchesAndChangeBuffersComeBackZeroed(t *testing.T) {
+func TestChangeBuffersComeBackZeroed(t *testing.T) {
 	pod := newTestPod("ns", "a", "1")
-	b := getWriteBatch(20)
-	for i := range 20 {
-		b.ws = append(b.ws, write{key: fmt.Sprint("ns/", i%3), typ: TransactionTypeUpdate, obj: pod, prior: heldPrior(pod, true)})
-	}
-	b.link() // more writes than writeLinkScan: the pooled map is used
-	b.vals = append(b.vals, []string{"v"})
-	b.release()
 	c := getChangeBuffer()
 	c.changes = append(c.changes, notification{kind: addNotification, newObj: pod})
 	c.release()
-	for range 10 { // the pool may hand back this batch or a fresh one
-		b = getWriteBatch(3)
-		assert.Empty(t, b.ws)
-		for _, w := range b.ws[:cap(b.ws)] {
-			assert.Zero(t, w, "no write pinned")
-		}
-		for _, v := range b.vals[:cap(b.vals)] {
-			assert.Nil(t, v, "no index value pinned")
-		}
-		assert.Empty(t, b.last, "no key pinned")
-		b.release()
+	for range 10 { // the pool may hand back this buffer or a fresh one
 		c = getChangeBuffer()
 		assert.Empty(t, c.changes)
 		for _, n := range c.changes[:cap(c.changes)] {
@@ -75,7 +58,7 @@ func TestTransactionLastWritePerKeyEndsAsClientGo(t *testing.T) {
 			assertSameStoreContent(t, ours, theirs)
 			assert.Equal(t, theirs.LastStoreSyncResourceVersion(), ours.LastStoreSyncResourceVersion())
 			if boxed {
-				form := ours.(*cache).storage.form.(*boxForm)
+				form := ours.(*cache).form.(*boxForm)
 				assert.Equal(t, []string{"ns/a", "ns/b"}, form.liveKeys(), "a key written then deleted in one transaction is dropped")
 			}
 		})
@@ -99,7 +82,7 @@ func TestLongTransactionLastWritePerKeyEndsAsClientGo(t *testing.T) {
 	assert.Nil(t, ours.(TransactionStore).Transaction(txns...))
 	assert.Nil(t, theirs.(clientcache.TransactionStore).Transaction(txns...))
 	assertSameStoreContent(t, ours, theirs)
-	assert.Equal(t, sortedStrings(theirs.ListKeys()), ours.(*cache).storage.form.(*boxForm).liveKeys(), "every key deleted last is dropped")
+	assert.Equal(t, sortedStrings(theirs.ListKeys()), ours.(*cache).form.(*boxForm).liveKeys(), "every key deleted last is dropped")
 }
 
 // assertSameStoreContent compares keys, objects and every index.
@@ -125,7 +108,7 @@ func TestBatchSeveralDeltasForOneObject(t *testing.T) {
 		t.Run(fmt.Sprint("boxed=", boxed), func(t *testing.T) {
 			a, h := newControllerTestApplier()
 			if boxed {
-				a.store = NewIndexer(DeletionHandlingMetaNamespaceKeyFunc, Indexers{}, withStoredForm(newBoxForm()))
+				a.store = newCache(DeletionHandlingMetaNamespaceKeyFunc, Indexers{}, []StoreOption{withStoredForm(newBoxForm())})
 				h.store = a.store
 			}
 			require.NoError(t, a.apply(Deltas{{Type: Added, Object: newTestPod("ns", "a", "1")}}, false))
@@ -174,7 +157,7 @@ func TestKeyCollisionReportedAndCounted(t *testing.T) {
 			return nil
 		},
 		"batch of deltas": func(s Indexer) error {
-			_, _, err := s.(*cache).applyDeltas([]Delta{{Type: Updated, Object: b}}, false, nil)
+			_, _, err := s.(*cache).applyDeltas([]Delta{{Type: Updated, Object: b}}, false, nil, nil)
 			return err
 		},
 	} {
@@ -198,7 +181,7 @@ func TestKeyCollisionReportedAndCounted(t *testing.T) {
 	t.Run("within one batch", func(t *testing.T) {
 		s, p := collisionStore(t)
 		reported := captureReportedErrors(t)
-		_, _, err := s.(*cache).applyDeltas([]Delta{{Type: Added, Object: a}, {Type: Added, Object: b}}, false, nil)
+		_, _, err := s.(*cache).applyDeltas([]Delta{{Type: Added, Object: a}, {Type: Added, Object: b}}, false, nil, nil)
 		require.NoError(t, err)
 		assert.Equal(t, []string{want}, reported.take())
 		assert.Equal(t, 1, p.errors.count())

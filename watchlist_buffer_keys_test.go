@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openinformer/cache/internal/store"
 )
 
 func TestKeyPartsIs(t *testing.T) {
@@ -42,9 +44,9 @@ func TestWatchListBufferPreheldKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newWatchListBuffer(nil)
-			b.prehold = func(obj any) (preheld, error) {
+			b.prehold = func(obj any) (store.Preheld, error) {
 				p := obj.(*v1.Pod)
-				return preheld{key: tc.storeKey(p), held: p}, nil
+				return testPreheld(tc.storeKey(p), p), nil
 			}
 			for _, n := range []string{"a", "b", "c"} {
 				require.NoError(t, b.add(pod(n)))
@@ -57,7 +59,7 @@ func TestWatchListBufferPreheldKeys(t *testing.T) {
 			require.NoError(t, b.update(pod("a")))
 			var names []string
 			for _, obj := range b.finish() {
-				names = append(names, obj.(preheld).held.(*v1.Pod).Name)
+				names = append(names, obj.(store.Preheld).Held().(*v1.Pod).Name)
 			}
 			assert.Equal(t, []string{"a", "c"}, names)
 		})
@@ -69,7 +71,7 @@ func TestWatchListBufferPreheldKeys(t *testing.T) {
 func TestChunkFor(t *testing.T) {
 	held := make([]notification, 3*preheldChunk)
 	for i := range held {
-		held[i].newObj = preheld{key: "k"}
+		held[i].newObj = testPreheld("k", nil)
 	}
 	assert.Equal(t, preheldChunk, chunkFor(held))
 	assert.Equal(t, 5, chunkFor(held[:5]))

@@ -1,4 +1,4 @@
-package cache
+package store
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // A store keyed by namespace and name holds one object per key, and the
@@ -22,15 +24,6 @@ var (
 	errKeyCollision = errors.New("two objects of different names have the same key")
 	errListedTwice  = errors.New("a list holds two objects with the same key")
 )
-
-// metaOf is obj's metadata, if it has its own.
-func metaOf(obj any) (metav1.Object, bool) {
-	m, ok := obj.(metav1.Object)
-	if !ok || isNilPointer(obj) {
-		return nil, false
-	}
-	return m, true
-}
 
 // sameName reports whether a and b, objects with the same key, have the
 // same namespace and name, or do not both have metadata. Both were keyed
@@ -50,7 +43,7 @@ func sameName(a, b any) bool {
 
 // reportCollisions reports and counts each write of a committed batch
 // whose key held an object of another name just before it.
-func (s *threadSafeMap) reportCollisions(b *writeBatch) {
+func (s *Map) reportCollisions(b *Batch) {
 	for i := range b.ws {
 		w := &b.ws[i]
 		if w.err != nil {
@@ -64,13 +57,13 @@ func (s *threadSafeMap) reportCollisions(b *writeBatch) {
 
 // reportCollision reports and counts two objects sharing key: earlier,
 // which the store no longer keeps, and later.
-func (s *threadSafeMap) reportCollision(err error, msg, key string, earlier, later any) {
+func (s *Map) reportCollision(err error, msg, key string, earlier, later any) {
 	s.objectErrors.Inc()
 	kv := []any{"key", key}
-	if m, ok := metaOf(earlier); ok {
+	if m, ok := objmeta.Of(earlier); ok {
 		kv = append(kv, "droppedNamespace", m.GetNamespace(), "droppedName", m.GetName())
 	}
-	if m, ok := metaOf(later); ok {
+	if m, ok := objmeta.Of(later); ok {
 		kv = append(kv, "keptNamespace", m.GetNamespace(), "keptName", m.GetName())
 	}
 	utilruntime.HandleErrorWithContext(context.TODO(), err, msg, kv...)

@@ -1,4 +1,4 @@
-package cache
+package form
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 	"github.com/openinformer/cache/internal/compact"
 )
 
-// compactForm is the storedForm of compact storage: the map holds each
+// Compact is the Form of compact storage: the map holds each
 // object as its encoding, and reads decode it, outside the store's lock,
 // unless the hot cache still has the object decoded from those very bytes.
-type compactForm struct {
+type Compact struct {
 	// codecs maps an object's Go type to its *compact.Codec. Informers
 	// store one type, but a standalone Indexer may be given several.
 	codecs sync.Map
@@ -29,21 +29,23 @@ type compactForm struct {
 	hot *compact.HotCache[any]
 }
 
-func newCompactForm(opts CompactOptions) *compactForm {
-	f := &compactForm{}
-	if opts.HotObjects > 0 {
-		f.hot = compact.NewHotCache[any](opts.HotObjects)
+// NewCompact returns a compact form whose hot cache keeps up to
+// hotObjects decoded objects; none when hotObjects is not positive.
+func NewCompact(hotObjects int) *Compact {
+	f := &Compact{}
+	if hotObjects > 0 {
+		f.hot = compact.NewHotCache[any](hotObjects)
 	}
 	return f
 }
 
-// hold encodes obj. The caller's object itself goes into the hot cache, so
+// Hold encodes obj. The caller's object itself goes into the hot cache, so
 // that reading it back soon after the write, and the old object of the next
 // update, cost no decode and are the very object that was written, as in
 // the default mode.
-func (f *compactForm) hold(key string, obj any) (any, error) {
+func (f *Compact) Hold(key string, obj any) (any, error) {
 	if e, ok := obj.(compact.Encoding); ok {
-		// Held ahead of a Replace (store_prehold.go): adopted as it is.
+		// Held ahead of a Replace (the store's Preheld): adopted as it is.
 		return e, nil
 	}
 	data, err := f.encode(key, obj)
@@ -56,13 +58,13 @@ func (f *compactForm) hold(key string, obj any) (any, error) {
 	return data, nil
 }
 
-// holdAhead encodes obj for a watch-list's buffer (store_prehold.go) and
+// HoldAhead encodes obj for a watch-list's buffer (the store's Preheld) and
 // leaves the hot cache alone: a stream's objects are handed out only once
 // the list is whole, in the order they came, so a hot cache smaller than
 // the list would keep the last ones decoded through the whole sync (more
 // for the collector to mark) and evict them before the fan-out reached
 // them. Measured in docs/PERFORMANCE.md (issue 28, sync).
-func (f *compactForm) holdAhead(key string, obj any) (any, error) {
+func (f *Compact) HoldAhead(key string, obj any) (any, error) {
 	data, err := f.encode(key, obj)
 	if err != nil {
 		return nil, err
@@ -71,7 +73,7 @@ func (f *compactForm) holdAhead(key string, obj any) (any, error) {
 }
 
 // encode is obj's encoding, made by its type's codec.
-func (f *compactForm) encode(key string, obj any) (compact.Encoding, error) {
+func (f *Compact) encode(key string, obj any) (compact.Encoding, error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return compact.Encoding{}, fmt.Errorf("compact storage keeps API objects (runtime.Object) only, not %T (key %q)", obj, key)
@@ -89,7 +91,7 @@ func (f *compactForm) encode(key string, obj any) (compact.Encoding, error) {
 
 // codecFor returns the codec for obj's Go type, made on first use with the
 // next tag.
-func (f *compactForm) codecFor(obj runtime.Object) (*compact.Codec, error) {
+func (f *Compact) codecFor(obj runtime.Object) (*compact.Codec, error) {
 	t := reflect.TypeOf(obj)
 	if c, ok := f.codecs.Load(t); ok {
 		return c.(*compact.Codec), nil
@@ -114,7 +116,7 @@ func (f *compactForm) codecFor(obj runtime.Object) (*compact.Codec, error) {
 }
 
 // codecOf returns the codec that made e.
-func (f *compactForm) codecOf(e compact.Encoding) (*compact.Codec, error) {
+func (f *Compact) codecOf(e compact.Encoding) (*compact.Codec, error) {
 	tag := compact.TagOf(e)
 	if p := f.byTag.Load(); p != nil && int(tag) < len(*p) {
 		return (*p)[tag], nil
@@ -122,12 +124,12 @@ func (f *compactForm) codecOf(e compact.Encoding) (*compact.Codec, error) {
 	return nil, fmt.Errorf("no codec of tag %d", tag)
 }
 
-// view returns the hot cache's object for held's bytes or a fresh decode of
+// View returns the hot cache's object for held's bytes or a fresh decode of
 // them, which goes into the hot cache if keep, unless a writer has put the
 // key there (the bytes being viewed may be older than the writer's). An
 // update's old object is viewed without keep: the write puts the new object
 // in its place at once.
-func (f *compactForm) view(key string, held any, keep bool) (any, error) {
+func (f *Compact) View(key string, held any, keep bool) (any, error) {
 	e, ok := held.(compact.Encoding)
 	if !ok {
 		return nil, fmt.Errorf("compact storage: %q holds a %T, not an encoding", key, held)
@@ -148,7 +150,7 @@ func (f *compactForm) view(key string, held any, keep bool) (any, error) {
 }
 
 // decode decodes e with the codec that made it.
-func (f *compactForm) decode(e compact.Encoding) (runtime.Object, error) {
+func (f *Compact) decode(e compact.Encoding) (runtime.Object, error) {
 	codec, err := f.codecOf(e)
 	if err != nil {
 		return nil, err
@@ -156,13 +158,20 @@ func (f *compactForm) decode(e compact.Encoding) (runtime.Object, error) {
 	return codec.Decode(e)
 }
 
-// inPlace is false: the map holds encodings.
-func (*compactForm) inPlace() bool { return false }
+// InPlace is false: the map holds encodings.
+func (*Compact) InPlace() bool { return false }
 
-// drop forgets key's decoded object, so that the hot cache does not keep a
+// Drop forgets key's decoded object, so that the hot cache does not keep a
 // deleted object's memory alive.
-func (f *compactForm) drop(key string) {
+func (f *Compact) Drop(key string) {
 	if f.hot != nil {
 		f.hot.Delete(key)
 	}
+}
+
+// RecordCodec is the form's own codec of example's type, whose tag the
+// encodings it holds carry: held values are written as they are.
+func (f *Compact) RecordCodec(example runtime.Object) (*compact.Codec, bool, error) {
+	c, err := f.codecFor(example)
+	return c, true, err
 }

@@ -1,4 +1,4 @@
-package cache
+package store
 
 import (
 	"context"
@@ -8,12 +8,14 @@ import (
 	"sync"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/internal/hashmap"
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // The store's write pipeline. Every mutation but a swap of the whole
-// content (Replace, thread_safe_store_replace.go) is a writeBatch: one
+// content (Replace, replace.go) is a Batch: one
 // write record per key written, prepared outside the lock and committed
 // under it, all here. Add, Update, Delete and Transaction of the Store and
 // of the ThreadSafeStore, and an informer's batch of deltas, differ only
@@ -40,10 +42,10 @@ import (
 // held just before it (before), from which an informer derives its
 // changes.
 
-// write is one key's part in a writeBatch.
+// write is one key's part in a Batch.
 type write struct {
 	key string
-	typ TransactionType
+	typ clientcache.TransactionType
 	// obj is the caller's object: stored as held, indexed, and the source
 	// of the store's resource version. A delete's obj, if any, only gives
 	// the resource version.
@@ -51,7 +53,7 @@ type write struct {
 	held any
 	// prior is what key held before the batch; it is kept on the key's
 	// first write of the batch only.
-	prior prior
+	prior Prior
 	// err refuses the write, before the lock: it is not applied.
 	err error
 	// prev is the position of the batch's previous write of key that was
@@ -64,17 +66,17 @@ type write struct {
 // applied reports whether commitLocked writes w.
 func (w *write) applied() bool { return w.err == nil && !w.superseded }
 
-// writeBatch is the writes of one mutation.
-type writeBatch struct {
+// Batch is the writes of one mutation.
+type Batch struct {
 	ws []write
-	// byName marks a store keyed by namespace and name, in which two
+	// ByName marks a store keyed by namespace and name, in which two
 	// objects of different names under one key are a collision.
-	byName bool
+	ByName bool
 	// set is the generation of index functions the values were computed
 	// with; vals holds write i's values in set's n indexes at
 	// vals[i*n:(i+1)*n] (see valuesOf). Kept here rather than in each
 	// write, for the reason given at prepare.
-	set  *indexerSet
+	set  *IndexerSet
 	vals [][]string
 	// last is linkByMap's, kept with the pooled batch: a busy informer's
 	// batches would otherwise allocate one each.
@@ -87,35 +89,35 @@ const writeLinkScan = 16
 
 // batchOfOne returns a batch of the single write w, with buf for its index
 // values: a single Add, Update or Delete allocates nothing for its batch.
-func batchOfOne(w *[1]write, buf *[4][]string) writeBatch {
-	return writeBatch{ws: w[:], vals: buf[:0]}
+func batchOfOne(w *[1]write, buf *[4][]string) Batch {
+	return Batch{ws: w[:], vals: buf[:0]}
 }
 
-var writeBatchPool = sync.Pool{New: func() any { return new(writeBatch) }}
+var batchPool = sync.Pool{New: func() any { return new(Batch) }}
 
-// getWriteBatch returns an empty pooled batch with room for n writes:
+// GetBatch returns an empty pooled batch with room for n writes:
 // a busy informer would otherwise allocate one for every batch.
-func getWriteBatch(n int) *writeBatch {
-	b := writeBatchPool.Get().(*writeBatch)
+func GetBatch(n int) *Batch {
+	b := batchPool.Get().(*Batch)
 	if cap(b.ws) < n {
 		b.ws = make([]write, 0, n)
 	}
 	return b
 }
 
-// release empties b, so that the pool pins no object, and returns it.
-func (b *writeBatch) release() {
+// Release empties b, so that the pool pins no object, and returns it.
+func (b *Batch) Release() {
 	clear(b.ws[:cap(b.ws)])
 	clear(b.vals[:cap(b.vals)])
 	if len(b.last) > 0 {
 		clear(b.last)
 	}
-	*b = writeBatch{ws: b.ws[:0], vals: b.vals[:0], last: b.last}
-	writeBatchPool.Put(b)
+	*b = Batch{ws: b.ws[:0], vals: b.vals[:0], last: b.last}
+	batchPool.Put(b)
 }
 
-// apply runs b through the pipeline.
-func (s *threadSafeMap) apply(b *writeBatch) {
+// Apply runs b through the pipeline.
+func (s *Map) Apply(b *Batch) {
 	if len(b.ws) == 0 {
 		return
 	}
@@ -129,7 +131,7 @@ func (s *threadSafeMap) apply(b *writeBatch) {
 	s.commitLocked(b, rv)
 	s.mu.Unlock()
 	s.reportIndexFailures(indexFails)
-	if b.byName {
+	if b.ByName {
 		s.reportCollisions(b)
 	}
 }
@@ -138,18 +140,18 @@ func (s *threadSafeMap) apply(b *writeBatch) {
 // writes of each key and returns the batch's resource version: the last
 // write's object's. (It is not kept in b: a field of b that the store
 // keeps would make a single write's batch escape to the heap.)
-func (s *threadSafeMap) prepare(b *writeBatch) storeRV {
+func (s *Map) prepare(b *Batch) storeRV {
 	for i := range b.ws {
 		w := &b.ws[i]
 		if w.err != nil {
 			continue
 		}
 		switch w.typ {
-		case TransactionTypeAdd, TransactionTypeUpdate:
+		case clientcache.TransactionTypeAdd, clientcache.TransactionTypeUpdate:
 			if w.held, w.err = s.hold(w.key, w.obj); w.err != nil {
 				s.objectErrors.Inc()
 			}
-		case TransactionTypeDelete:
+		case clientcache.TransactionTypeDelete:
 		default:
 			w.err = fmt.Errorf("unknown transaction type %q", w.typ)
 		}
@@ -164,7 +166,7 @@ func (s *threadSafeMap) prepare(b *writeBatch) storeRV {
 }
 
 // link sets each write's prev and marks the superseded ones.
-func (b *writeBatch) link() {
+func (b *Batch) link() {
 	if len(b.ws) > writeLinkScan {
 		b.linkByMap()
 		return
@@ -184,7 +186,7 @@ func (b *writeBatch) link() {
 	}
 }
 
-func (b *writeBatch) linkByMap() {
+func (b *Batch) linkByMap() {
 	if b.last == nil {
 		b.last = make(map[string]int, len(b.ws))
 	}
@@ -202,8 +204,15 @@ func (b *writeBatch) linkByMap() {
 	}
 }
 
+// Add appends a write of obj under key to b: key is the error err when
+// it could not be computed, and prior what key holds if the caller looked
+// it up already (the zero Prior otherwise).
+func (b *Batch) Add(key string, typ clientcache.TransactionType, obj any, prior Prior, err error) {
+	b.ws = append(b.ws, write{key: key, typ: typ, obj: obj, prior: prior, err: err})
+}
+
 // first returns the position of the first write of write i's key.
-func (b *writeBatch) first(i int) int {
+func (b *Batch) first(i int) int {
 	for b.ws[i].prev >= 0 {
 		i = b.ws[i].prev
 	}
@@ -213,12 +222,12 @@ func (b *writeBatch) first(i int) int {
 // before returns what write i's key held just before it (the batch's
 // previous write of the key, or the key's prior) and whether that is a
 // known object. Call it once the batch is committed.
-func (b *writeBatch) before(i int) (any, bool) {
+func (b *Batch) before(i int) (any, bool) {
 	w := &b.ws[i]
 	if w.prev < 0 {
 		return w.prior.obj, w.prior.known
 	}
-	if p := &b.ws[w.prev]; p.typ != TransactionTypeDelete {
+	if p := &b.ws[w.prev]; p.typ != clientcache.TransactionTypeDelete {
 		return p.obj, true
 	}
 	return nil, false
@@ -227,7 +236,7 @@ func (b *writeBatch) before(i int) (any, bool) {
 // index computes, with set, the values of every write to apply, and
 // returns the index entries left out, to report once the lock is released.
 // (They are not kept in b, for the reason given at prepare.)
-func (b *writeBatch) index(set *indexerSet) (indexFails []error) {
+func (b *Batch) index(set *IndexerSet) (indexFails []error) {
 	n := len(set.fns)
 	b.set = set
 	if need := len(b.ws) * n; need > cap(b.vals) {
@@ -238,25 +247,25 @@ func (b *writeBatch) index(set *indexerSet) (indexFails []error) {
 	}
 	for i := range b.ws {
 		w := &b.ws[i]
-		if !w.applied() || w.typ == TransactionTypeDelete {
+		if !w.applied() || w.typ == clientcache.TransactionTypeDelete {
 			continue
 		}
-		_, fails := set.values(b.vals[i*n:i*n:(i+1)*n], w.key, w.obj)
+		_, fails := set.Values(b.vals[i*n:i*n:(i+1)*n], w.key, w.obj)
 		indexFails = append(indexFails, fails...)
 	}
 	return indexFails
 }
 
 // valuesOf returns write i's index values.
-func (b *writeBatch) valuesOf(i int) [][]string {
+func (b *Batch) valuesOf(i int) [][]string {
 	n := len(b.set.fns)
 	return b.vals[i*n : (i+1)*n]
 }
 
 // lockFor takes the write lock for b with every prior current (see the
 // pipeline above).
-func (s *threadSafeMap) lockFor(b *writeBatch) {
-	if s.form.inPlace() {
+func (s *Map) lockFor(b *Batch) {
+	if s.form.InPlace() {
 		s.lockForWrite()
 		return
 	}
@@ -272,7 +281,7 @@ func (s *threadSafeMap) lockFor(b *writeBatch) {
 
 // readPriors reads the prior of each key whose first write has none:
 // what the map holds, under one lock, viewed after releasing it.
-func (s *threadSafeMap) readPriors(b *writeBatch) {
+func (s *Map) readPriors(b *Batch) {
 	s.mu.Lock()
 	for i := range b.ws {
 		if w := &b.ws[i]; w.err == nil && w.prev < 0 && !w.prior.read {
@@ -289,12 +298,12 @@ func (s *threadSafeMap) readPriors(b *writeBatch) {
 
 // priorsHoldLocked reports whether every key still holds its prior, and
 // forgets those that do not, for readPriors to read again.
-func (s *threadSafeMap) priorsHoldLocked(b *writeBatch) bool {
+func (s *Map) priorsHoldLocked(b *Batch) bool {
 	hold := true
 	for i := range b.ws {
 		w := &b.ws[i]
 		if w.err == nil && w.prev < 0 && !s.holdsLocked(w.key, w.prior) {
-			w.prior, hold = prior{}, false
+			w.prior, hold = Prior{}, false
 		}
 	}
 	return hold
@@ -302,14 +311,14 @@ func (s *threadSafeMap) priorsHoldLocked(b *writeBatch) bool {
 
 // commitLocked applies every write of b that is neither refused nor
 // superseded, and records rv, the batch's resource version.
-func (s *threadSafeMap) commitLocked(b *writeBatch, rv storeRV) {
+func (s *Map) commitLocked(b *Batch, rv storeRV) {
 	for i := range b.ws {
 		w := &b.ws[i]
 		if !w.applied() {
 			continue
 		}
 		p := &b.ws[b.first(i)].prior
-		if w.typ == TransactionTypeDelete {
+		if w.typ == clientcache.TransactionTypeDelete {
 			s.deleteLocked(b.set, w.key, p)
 		} else {
 			s.putLocked(b.set, w, b.valuesOf(i), p)
@@ -321,10 +330,10 @@ func (s *threadSafeMap) commitLocked(b *writeBatch, rv storeRV) {
 // putLocked makes w's held value its key's item and moves the key in the
 // indexes to vals, w's values. p is the key's prior: read before the lock,
 // or, with a form in place, read now from what the write replaces.
-func (s *threadSafeMap) putLocked(set *indexerSet, w *write, vals [][]string, p *prior) {
+func (s *Map) putLocked(set *IndexerSet, w *write, vals [][]string, p *Prior) {
 	h := hashmap.Hash(w.key)
 	prev, existed := s.items.SetHashed(s.epoch, h, w.key, w.held)
-	if s.form.inPlace() {
+	if s.form.InPlace() {
 		*p = heldPrior(prev, existed)
 	}
 	for i := range s.indexes {
@@ -334,10 +343,10 @@ func (s *threadSafeMap) putLocked(set *indexerSet, w *write, vals [][]string, p 
 
 // deleteLocked removes key, with prior p as for putLocked, and tells the
 // form: a key is written once per batch, so it stays absent.
-func (s *threadSafeMap) deleteLocked(set *indexerSet, key string, p *prior) {
+func (s *Map) deleteLocked(set *IndexerSet, key string, p *Prior) {
 	h := hashmap.Hash(key)
 	prev, existed := s.items.DeleteHashed(s.epoch, h, key)
-	if s.form.inPlace() {
+	if s.form.InPlace() {
 		*p = heldPrior(prev, existed)
 	}
 	if existed {
@@ -347,13 +356,13 @@ func (s *threadSafeMap) deleteLocked(set *indexerSet, key string, p *prior) {
 	}
 	// Even if key was absent: a superseded write of the batch may have held
 	// a value for it.
-	s.form.drop(key)
+	s.form.Drop(key)
 }
 
 // reportIndexFailures reports and counts each index entry a write left out.
 // The write itself succeeded: one object's bad index value must cost
 // neither that object's other indexes nor any other object.
-func (s *threadSafeMap) reportIndexFailures(fails []error) {
+func (s *Map) reportIndexFailures(fails []error) {
 	for _, err := range fails {
 		s.objectErrors.Inc()
 		var ie *indexError
@@ -367,11 +376,11 @@ func (s *threadSafeMap) reportIndexFailures(fails []error) {
 // of old (if it existed) to vals. Should the index function now fail on the stored
 // object, or the form fail to read it back, the key is found by a scan
 // instead, so a write never fails half-way.
-func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, h uint64, old prior, obj interface{}, vals []string) {
+func (s *Map) reindexLocked(set *IndexerSet, i int, key string, h uint64, old Prior, obj interface{}, vals []string) {
 	idx := &s.indexes[i]
 	if old.existed && !old.known {
 		s.removeEverywhereLocked(idx, key, h)
-		old = prior{}
+		old = Prior{}
 	}
 	if set.byNamespace[i] {
 		s.reindexNamespaceLocked(idx, key, h, old, obj)
@@ -397,16 +406,16 @@ func (s *threadSafeMap) reindexLocked(set *indexerSet, i int, key string, h uint
 
 // reindexNamespaceLocked is reindexLocked for MetaNamespaceIndexFunc. An
 // obj that is nil or has no namespace is in no namespace.
-func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, h uint64, old prior, obj interface{}) {
+func (s *Map) reindexNamespaceLocked(idx *valueIndex, key string, h uint64, old Prior, obj interface{}) {
 	var ns string
 	indexed := false
 	if obj != nil {
-		if m, err := accessor(obj); err == nil {
+		if m, err := objmeta.Accessor(obj); err == nil {
 			ns, indexed = m.GetNamespace(), true
 		}
 	}
 	if old.existed && old.obj != nil {
-		oldMeta, err := accessor(old.obj)
+		oldMeta, err := objmeta.Accessor(old.obj)
 		switch {
 		case err != nil:
 			s.removeEverywhereLocked(idx, key, h)
@@ -421,12 +430,12 @@ func (s *threadSafeMap) reindexNamespaceLocked(idx *valueIndex, key string, h ui
 	}
 }
 
-func (s *threadSafeMap) addToValueLocked(idx *valueIndex, value, key string, h uint64) {
+func (s *Map) addToValueLocked(idx *valueIndex, value, key string, h uint64) {
 	members, _ := idx.Ref(s.epoch, value)
 	members.SetHashed(s.epoch, h, key, struct{}{})
 }
 
-func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string, h uint64) {
+func (s *Map) removeFromValueLocked(idx *valueIndex, value, key string, h uint64) {
 	members := idx.Existing(s.epoch, value)
 	if members == nil {
 		return
@@ -436,7 +445,7 @@ func (s *threadSafeMap) removeFromValueLocked(idx *valueIndex, value, key string
 	}
 }
 
-func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string, h uint64) {
+func (s *Map) removeEverywhereLocked(idx *valueIndex, key string, h uint64) {
 	var holding []string
 	idx.Range(func(value string, members keySet) bool {
 		if _, ok := members.GetHashed(h, key); ok {
@@ -449,54 +458,54 @@ func (s *threadSafeMap) removeEverywhereLocked(idx *valueIndex, key string, h ui
 	}
 }
 
-// writeOne runs the single write w, by name when byName, and returns its
-// error.
-func (s *threadSafeMap) writeOne(w write, byName bool) error {
+// WriteOne runs the single write of obj under key, by name when byName
+// (see Batch.ByName), and returns its error.
+func (s *Map) WriteOne(key string, typ clientcache.TransactionType, obj any, byName bool) error {
 	var one [1]write
 	var buf [4][]string
-	one[0] = w
+	one[0] = write{key: key, typ: typ, obj: obj}
 	b := batchOfOne(&one, &buf)
-	b.byName = byName
-	s.apply(&b)
+	b.ByName = byName
+	s.Apply(&b)
 	return one[0].err
 }
 
 // Add stores obj under key; it is Update.
-func (s *threadSafeMap) Add(key string, obj interface{}) {
+func (s *Map) Add(key string, obj interface{}) {
 	s.Update(key, obj)
 }
 
 // Update stores obj under key. An index function that fails on obj leaves
 // it out of that index only (client-go panics); see reportIndexFailures.
 // An object the store's form refuses is not stored, reported and counted.
-func (s *threadSafeMap) Update(key string, obj interface{}) {
-	if err := s.writeOne(write{key: key, typ: TransactionTypeUpdate, obj: obj}, false); err != nil {
+func (s *Map) Update(key string, obj interface{}) {
+	if err := s.WriteOne(key, clientcache.TransactionTypeUpdate, obj, false); err != nil {
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Object not stored")
 	}
 }
 
 // Delete removes key; it does not change the store's resource version.
-func (s *threadSafeMap) Delete(key string) {
+func (s *Map) Delete(key string) {
 	s.DeleteWithObject(key, nil)
 }
 
 // DeleteWithObject removes key and, if obj is a meta object, records its
 // resource version even when key was absent.
-func (s *threadSafeMap) DeleteWithObject(key string, obj interface{}) {
-	_ = s.writeOne(write{key: key, typ: TransactionTypeDelete, obj: obj}, false)
+func (s *Map) DeleteWithObject(key string, obj interface{}) {
+	_ = s.WriteOne(key, clientcache.TransactionTypeDelete, obj, false)
 }
 
 // Transaction applies txns under one lock, only the last write of each
 // key. An index function that fails on a written object leaves it out of
 // that index only (client-go panics); a write of unknown type, or one the
 // store's form refuses, is skipped and logged.
-func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
-	b := getWriteBatch(len(txns))
-	defer b.release()
+func (s *Map) Transaction(txns ...clientcache.ThreadSafeStoreTransaction) {
+	b := GetBatch(len(txns))
+	defer b.Release()
 	for _, t := range txns {
 		b.ws = append(b.ws, write{key: t.Key, typ: t.Type, obj: t.Object})
 	}
-	s.apply(b)
+	s.Apply(b)
 	for i := range b.ws {
 		if err := b.ws[i].err; err != nil {
 			utilruntime.HandleErrorWithContext(context.TODO(), err, "Transaction write skipped", "key", b.ws[i].key)
@@ -504,9 +513,9 @@ func (s *threadSafeMap) Transaction(txns ...ThreadSafeStoreTransaction) {
 	}
 }
 
-// transactionError is the outcome of b as client-go reports it: nil when
+// TransactionError is the outcome of b as client-go reports it: nil when
 // every write was applied (or superseded), and otherwise which failed.
-func (b *writeBatch) transactionError() *TransactionError {
+func (b *Batch) TransactionError() *clientcache.TransactionError {
 	failed := 0
 	for i := range b.ws {
 		if b.ws[i].err != nil {
@@ -518,7 +527,7 @@ func (b *writeBatch) transactionError() *TransactionError {
 	}
 	// Both slices are non-nil even when empty, as in client-go.
 	total := len(b.ws)
-	txErr := &TransactionError{TotalTransactions: total, SuccessfulIndices: make([]int, 0, total-failed), Errors: make([]error, 0, failed)}
+	txErr := &clientcache.TransactionError{TotalTransactions: total, SuccessfulIndices: make([]int, 0, total-failed), Errors: make([]error, 0, failed)}
 	for i := range b.ws {
 		if err := b.ws[i].err; err != nil {
 			txErr.Errors = append(txErr.Errors, err)

@@ -1,4 +1,4 @@
-package cache
+package store
 
 import (
 	"encoding/binary"
@@ -13,12 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/snapshot"
 )
 
 // This file is the store's side of a warm restart (docs/RESTART.md): how a
-// frozen store is written to a snapshot, and how a snapshot is read back
-// into a staged content that a Replace adopts.
+// frozen store is written to a restart snapshot, and how a snapshot is read
+// back into a staged content that a Replace adopts.
 //
 // A value is the record's index values, then the record:
 //
@@ -30,46 +31,36 @@ import (
 // header's encoding, so a snapshot framed for other indexes is refused
 // rather than trusted.
 
-// snapshotStore writes and reads one store's snapshots. Its fields are set
-// once, before the informer runs.
-type snapshotStore struct {
-	c *cache
+// Snapshots writes and reads one store's restart snapshots (the files of
+// a warm restart). Its fields are set once, before the informer runs.
+type Snapshots struct {
+	m *Map
 	// codec encodes a plain store's objects and decodes its records; for
 	// a compact store it is the form's own codec of the type, whose tag
 	// loaded encodings carry.
 	codec *compact.Codec
-	// compact is the store's form when it keeps encodings.
-	compact *compactForm
+	// encoded says the store holds the codec's encodings.
+	encoded bool
 	// suffix ends the header's encoding after the framed index names.
 	suffix string
 }
 
-// newSnapshotStore prepares c for snapshots of objects of example's type.
+// NewSnapshots prepares m for snapshots of objects of example's type.
 // variant names what else shapes the cached objects (stripped managed
 // fields, the user's Version).
-func newSnapshotStore(c *cache, example runtime.Object, variant string) (*snapshotStore, error) {
-	st := &snapshotStore{c: c, suffix: variant}
+func NewSnapshots(m *Map, example runtime.Object, variant string) (*Snapshots, error) {
+	st := &Snapshots{m: m, suffix: variant}
 	var err error
-	switch f := c.storage.form.(type) {
-	case *compactForm:
-		st.compact = f
-		st.codec, err = f.codecFor(example)
-	default:
-		if !f.inPlace() {
-			return nil, fmt.Errorf("snapshots of a store in form %T are not supported", f)
-		}
-		st.codec, err = compact.NewCodec(example, compact.Options{})
-	}
-	if err != nil {
+	if st.codec, st.encoded, err = m.form.RecordCodec(example); err != nil {
 		return nil, fmt.Errorf("no compact codec for %T: %w", example, err)
 	}
 	return st, nil
 }
 
-// encoding is the header's encoding for a store indexed by set.
-func (st *snapshotStore) encoding(set *indexerSet) string {
+// Encoding is the header's encoding for a store indexed by set.
+func (st *Snapshots) Encoding(set *IndexerSet) string {
 	name := fmt.Sprintf("compact/%s/%d%s", st.codec.Format(), compact.RecordVersion, st.suffix)
-	if framed := framedIndexes(set); len(framed) > 0 {
+	if framed := FramedIndexes(set); len(framed) > 0 {
 		names := make([]string, len(framed))
 		for i, pos := range framed {
 			names[i] = set.names[pos]
@@ -79,9 +70,9 @@ func (st *snapshotStore) encoding(set *indexerSet) string {
 	return name
 }
 
-// framedIndexes returns the positions in set of the indexes whose values a
+// FramedIndexes returns the positions in set of the indexes whose values a
 // value frames, in the order of their names.
-func framedIndexes(set *indexerSet) []int {
+func FramedIndexes(set *IndexerSet) []int {
 	var pos []int
 	for i := range set.fns {
 		if !set.byNamespace[i] {
@@ -92,18 +83,18 @@ func framedIndexes(set *indexerSet) []int {
 	return pos
 }
 
-// write writes f to w, each value as held, and commits it. f is frozen:
+// Write writes f to w, each value as held, and commits it. f is frozen:
 // nothing here takes the store's lock.
-func (st *snapshotStore) write(w *snapshot.Writer, f storeFrozen) error {
-	framed := framedIndexes(f.set)
+func (st *Snapshots) Write(w *snapshot.Writer, f Frozen) error {
+	framed := FramedIndexes(f.set)
 	byKey := valuesByKey(f, framed)
 	var buf, frame []byte
 	var err error
 	f.items.Range(func(key string, held any) bool {
-		frame = appendFrame(frame[:0], byKey[key], len(framed))
+		frame = AppendFrame(frame[:0], byKey[key], len(framed))
 		buf = binary.AppendUvarint(buf[:0], uint64(len(frame)))
 		buf = append(buf, frame...)
-		if buf, err = st.appendRecord(buf, key, held); err == nil {
+		if buf, err = st.AppendRecord(buf, key, held); err == nil {
 			err = w.Add(key, buf)
 		}
 		return err == nil
@@ -115,10 +106,10 @@ func (st *snapshotStore) write(w *snapshot.Writer, f storeFrozen) error {
 	return w.Commit()
 }
 
-// appendRecord appends held's record: a compact store's encoding as it is,
+// AppendRecord appends held's record: a compact store's encoding as it is,
 // a plain store's object encoded.
-func (st *snapshotStore) appendRecord(dst []byte, key string, held any) ([]byte, error) {
-	if st.compact != nil {
+func (st *Snapshots) AppendRecord(dst []byte, key string, held any) ([]byte, error) {
+	if st.encoded {
 		e, ok := held.(compact.Encoding)
 		if !ok {
 			return dst, fmt.Errorf("snapshot: %q holds a %T, not an encoding", key, held)
@@ -138,7 +129,7 @@ func (st *snapshotStore) appendRecord(dst []byte, key string, held any) ([]byte,
 
 // valuesByKey inverts the framed indexes of f: each key's values, by
 // position in framed. Nil when nothing is framed, the common case.
-func valuesByKey(f storeFrozen, framed []int) map[string][][]string {
+func valuesByKey(f Frozen, framed []int) map[string][][]string {
 	if len(framed) == 0 {
 		return nil
 	}
@@ -160,8 +151,8 @@ func valuesByKey(f storeFrozen, framed []int) map[string][][]string {
 	return byKey
 }
 
-// appendFrame appends the frame of n indexes' values (nil: none in any).
-func appendFrame(dst []byte, vals [][]string, n int) []byte {
+// AppendFrame appends the frame of n indexes' values (nil: none in any).
+func AppendFrame(dst []byte, vals [][]string, n int) []byte {
 	for j := range n {
 		var vs []string
 		if vals != nil {
@@ -222,13 +213,13 @@ func cutBytes(b []byte) (field, rest []byte, ok bool) {
 	return b[k : k+int(n)], b[k+int(n):], true
 }
 
-// read reads every record of r into staged, as a Replace of the store
-// takes them: a compact store's as preheld encodings with their index
+// Read reads every record of r into staged, as a Replace of the store
+// takes them: a compact store's as Preheld encodings with their index
 // values, a plain store's decoded. It returns the snapshot's version once
 // the trailer verified; on an error staged is to be dropped.
-func (st *snapshotStore) read(r *snapshot.Reader, staged map[string]any) (string, error) {
-	set := st.c.storage.indexers.Load()
-	framed := framedIndexes(set)
+func (st *Snapshots) Read(r *snapshot.Reader, staged map[string]any) (string, error) {
+	set := st.m.indexers.Load()
+	framed := FramedIndexes(set)
 	for i := 0; ; i++ {
 		key, value, err := r.Next()
 		if err == io.EOF {
@@ -238,27 +229,27 @@ func (st *snapshotStore) read(r *snapshot.Reader, staged map[string]any) (string
 			return "", err
 		}
 		k := string(key)
-		obj, err := st.loadRecord(k, value, set, framed)
+		obj, err := st.LoadRecord(k, value, set, framed)
 		if err != nil {
-			return "", undecodable("record", i, err)
+			return "", Undecodable("record", i, err)
 		}
 		staged[k] = obj
 	}
 }
 
-// undecodable is the error of the i-th record or change (what) that does
+// Undecodable is the error of the i-th record or change (what) that does
 // not decode. It names neither the record's key nor the decoder's error,
 // whose texts may quote the file's bytes: read before the checksum that
 // would tell a damaged file, a "key" may be any of its bytes.
-func undecodable(what string, i int, err error) error {
+func Undecodable(what string, i int, err error) error {
 	return &snapshot.Error{Reason: snapshot.CorruptReason, Detail: fmt.Sprintf("%s %d does not decode (%T)", what, i, err)}
 }
 
-// identityOf returns the UID and resourceVersion of a staged value (a
-// compact store's preheld encoding, decoded for the purpose, or an
+// IdentityOf returns the UID and resourceVersion of a staged value (a
+// compact store's Preheld encoding, decoded for the purpose, or an
 // object).
-func (st *snapshotStore) identityOf(held any) (uid types.UID, rv string, err error) {
-	if p, ok := held.(preheld); ok {
+func (st *Snapshots) IdentityOf(held any) (uid types.UID, rv string, err error) {
+	if p, ok := held.(Preheld); ok {
 		held = p.held
 	}
 	if e, ok := held.(compact.Encoding); ok {
@@ -266,32 +257,32 @@ func (st *snapshotStore) identityOf(held any) (uid types.UID, rv string, err err
 			return "", "", err
 		}
 	}
-	m, err := accessor(held)
+	m, err := objmeta.Accessor(held)
 	if err != nil {
 		return "", "", err
 	}
 	return m.GetUID(), m.GetResourceVersion(), nil
 }
 
-// loadRecord turns one value into what staged keeps for key.
-func (st *snapshotStore) loadRecord(key string, value []byte, set *indexerSet, framed []int) (any, error) {
+// LoadRecord turns one value into what staged keeps for key.
+func (st *Snapshots) LoadRecord(key string, value []byte, set *IndexerSet, framed []int) (any, error) {
 	vals, rec, err := splitValue(value, len(framed))
 	if err != nil {
 		return nil, err
 	}
-	if st.compact == nil {
+	if !st.encoded {
 		return st.codec.DecodeRecord(rec)
 	}
 	e, err := st.codec.FromRecord(rec)
 	if err != nil {
 		return nil, err
 	}
-	return st.c.storage.preheld(key, e, loadedIndex(set, key, vals, framed)), nil
+	return st.m.preheld(key, e, loadedIndex(set, key, vals, framed)), nil
 }
 
 // loadedIndex is a loaded object's heldIndex: its namespace from its key,
 // the framed indexes' values by their positions in set.
-func loadedIndex(set *indexerSet, key string, vals [][]string, framed []int) heldIndex {
+func loadedIndex(set *IndexerSet, key string, vals [][]string, framed []int) heldIndex {
 	h := heldIndex{set: set, namespaced: true}
 	if ns, _, ok := strings.Cut(key, "/"); ok {
 		h.namespace = ns
@@ -305,18 +296,18 @@ func loadedIndex(set *indexerSet, key string, vals [][]string, framed []int) hel
 	return h
 }
 
-// stage applies one catch-up change to staged: obj, already transformed,
+// Stage applies one catch-up change to staged: obj, already transformed,
 // stored under key, or key deleted when obj is nil.
-func (st *snapshotStore) stage(staged map[string]any, key string, obj any) error {
+func (st *Snapshots) Stage(staged map[string]any, key string, obj any) error {
 	if obj == nil {
 		delete(staged, key)
 		return nil
 	}
-	if st.compact == nil {
+	if !st.encoded {
 		staged[key] = obj
 		return nil
 	}
-	p, err := st.c.preholder()(obj)
+	p, err := st.m.Prehold(key, obj)
 	if err != nil {
 		return err
 	}
@@ -324,8 +315,8 @@ func (st *snapshotStore) stage(staged map[string]any, key string, obj any) error
 	return nil
 }
 
-// handOver returns staged's content in key order, the order of a LIST.
-func handOver(staged map[string]any) []any {
+// HandOver returns staged's content in key order, the order of a LIST.
+func HandOver(staged map[string]any) []any {
 	keys := make([]string, 0, len(staged))
 	for k := range staged {
 		keys = append(keys, k)
@@ -337,3 +328,9 @@ func handOver(staged map[string]any) []any {
 	}
 	return items
 }
+
+// IndexerSet is the store's current generation of index functions.
+func (st *Snapshots) IndexerSet() *IndexerSet { return st.m.IndexerSet() }
+
+// Freeze is the store's current state, frozen to be written (Map.Freeze).
+func (st *Snapshots) Freeze() Frozen { return st.m.Freeze() }

@@ -1,12 +1,14 @@
-package cache
+package store
 
 import (
 	"fmt"
-	"reflect"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	clientcache "k8s.io/client-go/tools/cache"
 
+	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/hashmap"
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // This file holds what a store knows about its indexes apart from the
@@ -22,24 +24,29 @@ type keySet = hashmap.Map[struct{}]
 // valueIndex maps each value of one index to its keySet.
 type valueIndex = hashmap.Map[keySet]
 
-// indexerSet is one immutable generation of a store's index functions.
+// IndexerSet is one immutable generation of a store's index functions.
 // AddIndexers publishes a new generation, so readers and GetIndexers callers
 // never see a map that changes under them.
-type indexerSet struct {
-	funcs Indexers
+type IndexerSet struct {
+	funcs clientcache.Indexers
 	names []string
-	fns   []IndexFunc
+	fns   []clientcache.IndexFunc
 	pos   map[string]int
 	// byNamespace marks MetaNamespaceIndexFunc, which writes evaluate
 	// directly: a namespace needs no slice, and that saves an allocation
 	// per write on nearly every informer.
 	byNamespace []bool
+	// isNamespace recognises namespace index functions (Config).
+	isNamespace func(clientcache.IndexFunc) bool
 }
 
 // newIndexerSet returns the first generation. Built from nil indexers, its
 // funcs map is nil too, as client-go's GetIndexers returns it.
-func newIndexerSet(indexers Indexers) *indexerSet {
-	set := (&indexerSet{pos: map[string]int{}}).with(indexers)
+func newIndexerSet(indexers clientcache.Indexers, isNamespace func(clientcache.IndexFunc) bool) *IndexerSet {
+	if isNamespace == nil {
+		isNamespace = func(clientcache.IndexFunc) bool { return false }
+	}
+	set := (&IndexerSet{pos: map[string]int{}, isNamespace: isNamespace}).with(indexers)
 	if indexers == nil {
 		set.funcs = nil
 	}
@@ -48,13 +55,14 @@ func newIndexerSet(indexers Indexers) *indexerSet {
 
 // with returns a new generation holding set's indexers followed by more,
 // the latter in name order.
-func (set *indexerSet) with(more Indexers) *indexerSet {
-	next := &indexerSet{
-		funcs:       make(Indexers, len(set.funcs)+len(more)),
+func (set *IndexerSet) with(more clientcache.Indexers) *IndexerSet {
+	next := &IndexerSet{
+		funcs:       make(clientcache.Indexers, len(set.funcs)+len(more)),
 		names:       append([]string(nil), set.names...),
-		fns:         append([]IndexFunc(nil), set.fns...),
+		fns:         append([]clientcache.IndexFunc(nil), set.fns...),
 		pos:         make(map[string]int, len(set.funcs)+len(more)),
 		byNamespace: append([]bool(nil), set.byNamespace...),
+		isNamespace: set.isNamespace,
 	}
 	for name, fn := range set.funcs {
 		next.funcs[name] = fn
@@ -65,23 +73,15 @@ func (set *indexerSet) with(more Indexers) *indexerSet {
 		next.pos[name] = len(next.names)
 		next.names = append(next.names, name)
 		next.fns = append(next.fns, more[name])
-		next.byNamespace = append(next.byNamespace, isMetaNamespaceIndexFunc(more[name]))
+		next.byNamespace = append(next.byNamespace, set.isNamespace(more[name]))
 	}
 	return next
 }
 
-// isMetaNamespaceIndexFunc recognises ours and client-go's: Indexers built
-// with client-go's import, as controller-runtime builds them, get the same
-// fast path.
-func isMetaNamespaceIndexFunc(fn IndexFunc) bool {
-	p := reflect.ValueOf(fn).Pointer()
-	return p == reflect.ValueOf(MetaNamespaceIndexFunc).Pointer() || p == clientGoMetaNamespaceIndexFunc
-}
-
 // namespaceOf is index i's value for obj when it is a namespace index. On
 // failure the error is the index function's own, as without the fast path.
-func (set *indexerSet) namespaceOf(i int, key string, obj interface{}) (string, error) {
-	m, err := accessor(obj)
+func (set *IndexerSet) namespaceOf(i int, key string, obj interface{}) (string, error) {
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		_, err = set.fns[i](obj)
 		return "", indexEntryError(key, set.names[i], err)
@@ -89,12 +89,12 @@ func (set *indexerSet) namespaceOf(i int, key string, obj interface{}) (string, 
 	return m.GetNamespace(), nil
 }
 
-// values appends obj's values for every index to dst. A nil object, which a
+// Values appends obj's values for every index to dst. A nil object, which a
 // ThreadSafeStore may hold, has no values. Namespace indexes get no slice,
 // only the check that obj has a namespace. An index whose function fails on
 // obj gets no values, so that obj is left out of that index only; the
 // failures are returned.
-func (set *indexerSet) values(dst [][]string, key string, obj interface{}) ([][]string, []error) {
+func (set *IndexerSet) Values(dst [][]string, key string, obj interface{}) ([][]string, []error) {
 	var fails []error
 	for i, fn := range set.fns {
 		var vals []string
@@ -161,7 +161,7 @@ func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order 
 	}
 	var err error
 	items.Range(func(key string, held interface{}) bool {
-		obj, ok := viewHeld(b.form, key, held, false)
+		obj, ok := form.View(b.form, key, held, false)
 		if ok {
 			err = b.collect(key, obj)
 		}
@@ -178,19 +178,19 @@ func (b *indexBuilder) buildFrom(items hashmap.Map[any], e hashmap.Epoch, order 
 // A lenient builder leaves an object out of an index whose function fails
 // on it and keeps the failures in fails; a strict one stops at the first.
 type indexBuilder struct {
-	set     *indexerSet
+	set     *IndexerSet
 	from    int
 	entries [][]indexEntry
 	counts  []map[string]int
 	lenient bool
 	fails   []error
 	// form is the store's, through which items are read back.
-	form storedForm
+	form form.Form
 }
 
 type indexEntry struct{ value, key string }
 
-func newIndexBuilder(set *indexerSet, from, size int, lenient bool, form storedForm) *indexBuilder {
+func newIndexBuilder(set *IndexerSet, from, size int, lenient bool, form form.Form) *indexBuilder {
 	n := len(set.fns) - from
 	b := &indexBuilder{set: set, from: from, entries: make([][]indexEntry, n), counts: make([]map[string]int, n), lenient: lenient, form: form}
 	for i := range n {

@@ -1,8 +1,11 @@
-package cache
+package store
 
 import (
 	"slices"
 	"strings"
+
+	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // A store whose form encodes objects (compact storage) can take the objects
@@ -12,66 +15,47 @@ import (
 // those entries, the store adopts them without encoding or decoding again,
 // and the informer's fan-out decodes each one (or takes it from the hot
 // cache) only as it hands it to the handlers, a chunk at a time, or has
-// the handlers' listeners decode it (see heldBox). Stores
+// the handlers' listeners decode it (see form.Box). Stores
 // that hold objects as they are never take this path: there is nothing to
 // gain.
 
-// preheld is an object already in its store's held form, with its store
+// Preheld is an object already in its store's held form, with its store
 // key: what a compact informer's watch-list buffer keeps of each object.
 // It is 40 B (a 48 B box in the buffer's items) because everything but the
 // key and the encoding sits behind index, which every object whose only
 // index values are its key's namespace shares (see heldIndex.keyed).
-type preheld struct {
+type Preheld struct {
 	key   string
 	held  any
 	index *heldIndex
 }
 
-// preholdFunc returns obj, already transformed, as a preheld, or the
-// error that refuses it alone.
-type preholdFunc func(obj any) (preheld, error)
-
-// preholdingStore is a store that can hold objects ahead of a Replace:
-// this package's. Its preholder is nil when it holds objects as they are.
-type preholdingStore interface {
-	preholder() preholdFunc
-}
-
-var _ preholdingStore = &cache{}
-
-// preholder returns the store's preholdFunc, nil when its form holds
-// objects in place: there is nothing to gain.
-func (c *cache) preholder() preholdFunc {
-	if c.storage.form.inPlace() {
-		return nil
+// Prehold returns obj, already transformed, held ahead of the Replace that
+// will store it under key, with its index values; or the error that
+// refuses it alone. Call it only when the form is not in place (there is
+// nothing to gain otherwise).
+func (s *Map) Prehold(key string, obj any) (Preheld, error) {
+	held, err := s.holdAhead(key, obj)
+	if err != nil {
+		return Preheld{}, err
 	}
-	return func(obj any) (preheld, error) {
-		key, err := c.keyOf(obj)
-		if err != nil {
-			return preheld{}, err
-		}
-		held, err := c.storage.holdAhead(key, obj)
-		if err != nil {
-			return preheld{}, err
-		}
-		return c.storage.preheld(key, held, c.storage.indexers.Load().heldValues(key, obj)), nil
-	}
+	return s.preheld(key, held, s.indexers.Load().heldValues(key, obj)), nil
 }
 
 // preheld returns key's held value with its index values h, computed for
 // h.set: behind the store's shared heldIndex when h is that one's for key
 // (namespace values only, read from the key), else behind a copy of h.
-func (s *threadSafeMap) preheld(key string, held any, h heldIndex) preheld {
+func (s *Map) preheld(key string, held any, h heldIndex) Preheld {
 	h.form = s.form
 	if h.vals != nil || h.fails != nil || !h.namespaced || h.namespace != keyNamespace(key) {
-		return preheld{key: key, held: held, index: &h}
+		return Preheld{key: key, held: held, index: &h}
 	}
 	shared := s.sharedHeld.Load()
 	if shared == nil || shared.set != h.set || shared.form != h.form {
 		shared = &heldIndex{set: h.set, form: h.form, namespaced: true, keyed: true}
 		s.sharedHeld.Store(shared)
 	}
-	return preheld{key: key, held: held, index: shared}
+	return Preheld{key: key, held: held, index: shared}
 }
 
 // keyNamespace is the namespace MetaNamespaceKeyFunc puts in key: up to
@@ -84,21 +68,36 @@ func keyNamespace(key string) string {
 	return ns
 }
 
-// view reads p back, into the form's cache of decoded objects if keep.
-func (p preheld) view(keep bool) (any, bool) {
-	return viewHeld(p.index.form, p.key, p.held, keep)
+// Key is p's store key.
+func (p Preheld) Key() string { return p.key }
+
+// Held is p's held value (a compact store's encoding).
+func (p Preheld) Held() any { return p.held }
+
+// IndexSet is the generation of index functions p's values were computed
+// for.
+func (p Preheld) IndexSet() *IndexerSet { return p.index.set }
+
+// IndexValues are p's values in the indexes other than namespace indexes,
+// by position in IndexSet; nil when there are none.
+func (p Preheld) IndexValues() [][]string { return p.index.vals }
+
+// HeldAhead is v's held value, index generation and values when v is a
+// Preheld (a staged value of a compact store), false for an object.
+func HeldAhead(v any) (held any, set *IndexerSet, vals [][]string, ok bool) {
+	p, ok := v.(Preheld)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	return p.held, p.index.set, p.index.vals, true
 }
 
-// adoptHeld is, for a Replace, obj's key and held value if obj is held
-// already: transformed and keyed when it was held, and adopted by the
-// form as it is.
-func (c *cache) adoptHeld(obj any) (key string, held any, ok bool, err error) {
-	p, ok := obj.(preheld)
-	if !ok {
-		return "", nil, false, nil
-	}
-	held, err = c.storage.hold(p.key, p.held)
-	return p.key, held, true, err
+// BoxInto makes b the box of p's object, for a listener to read back.
+func (p Preheld) BoxInto(b *form.Box) { b.Fill(p.key, p.held, p.index.form) }
+
+// View reads p back, into the form's cache of decoded objects if keep.
+func (p Preheld) View(keep bool) (any, bool) {
+	return form.View(p.index.form, p.key, p.held, keep)
 }
 
 // collectListed is collect for an object of a Replace's list, which may be
@@ -106,14 +105,14 @@ func (c *cache) adoptHeld(obj any) (key string, held any, ok bool, err error) {
 // for the builder's indexes; otherwise (indexers added since it was held,
 // or no values) it is read back, like a stored item, and indexed afresh.
 func (b *indexBuilder) collectListed(key string, obj interface{}) error {
-	p, ok := obj.(preheld)
+	p, ok := obj.(Preheld)
 	switch {
 	case !ok:
 		return b.collect(key, obj)
 	case p.index != nil && p.index.set == b.set && b.from == 0:
 		return b.adopt(key, p.index)
 	}
-	if obj, ok = p.view(false); !ok {
+	if obj, ok = p.View(false); !ok {
 		return nil
 	}
 	return b.collect(key, obj)
@@ -144,12 +143,12 @@ func (b *indexBuilder) adopt(key string, h *heldIndex) error {
 
 // heldIndex is an object's values in every index of set, computed ahead
 // of the Replace that stores it, while the object was decoded (see
-// preheld), and the store's form, which reads the object back. A heldIndex
+// Preheld), and the store's form, which reads the object back. A heldIndex
 // with no set holds no values.
 type heldIndex struct {
-	set *indexerSet
+	set *IndexerSet
 	// form is the store's.
-	form storedForm
+	form form.Form
 	// namespace is the value of every namespace index, when namespaced:
 	// those indexes' functions read one field, so no slice is kept.
 	namespace  string
@@ -178,11 +177,11 @@ func (h *heldIndex) namespaceOf(key string) string {
 // heldValues returns obj's values in set's indexes, as values computes
 // them. A stack buffer takes them, so that an object indexed by namespace
 // only, the common case, costs no slice.
-func (set *indexerSet) heldValues(key string, obj interface{}) heldIndex {
+func (set *IndexerSet) heldValues(key string, obj interface{}) heldIndex {
 	var buf [4][]string
-	vals, fails := set.values(buf[:0], key, obj)
+	vals, fails := set.Values(buf[:0], key, obj)
 	h := heldIndex{set: set, fails: fails}
-	if m, err := accessor(obj); err == nil {
+	if m, err := objmeta.Accessor(obj); err == nil {
 		h.namespace, h.namespaced = m.GetNamespace(), true
 	}
 	if slices.ContainsFunc(vals, func(v []string) bool { return v != nil }) {
