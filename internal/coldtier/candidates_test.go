@@ -69,13 +69,6 @@ func zstdRawCandidate(name string, level zstd.EncoderLevel, size int) candidate 
 	}}
 }
 
-// fewSamples trains c on only the first n samples.
-func fewSamples(c candidate, n int) candidate {
-	return candidate{name: fmt.Sprintf("%s-from%d", c.name, n), train: func(samples [][]byte) (int, func(dst, src []byte) []byte, func(dst, src []byte) ([]byte, error), error) {
-		return c.train(samples[:min(n, len(samples))])
-	}}
-}
-
 func s2RawCandidate(name string) candidate {
 	return candidate{name: name, train: func(samples [][]byte) (int, func(dst, src []byte) []byte, func(dst, src []byte) ([]byte, error), error) {
 		var raw []byte
@@ -159,6 +152,7 @@ func kpFlateCandidate(name string, level, size int) candidate {
 func candidates() []candidate {
 	if testing.Short() {
 		return []candidate{
+			zstdRawCandidate("zstd-default-raw64k", zstd.SpeedDefault, 64<<10),
 			zstdRawCandidate("zstd-fastest-raw32k", zstd.SpeedFastest, 32<<10),
 			zstdRawCandidate("zstd-fastest-raw64k", zstd.SpeedFastest, 64<<10),
 			zstdRawCandidate("zstd-fastest-raw128k", zstd.SpeedFastest, 128<<10),
