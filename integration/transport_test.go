@@ -185,11 +185,11 @@ func (b *probedBody) Read(buf []byte) (int, error) {
 	b.tail = window[max(0, len(window)-len(goneEvent)+1):]
 	isCut := b.isCut
 	b.bytes += n
-	endNow := err != nil && !b.ended
+	endNow, read := err != nil && !b.ended, b.bytes
 	b.ended = b.ended || err != nil
 	b.mu.Unlock()
 	if endNow {
-		b.probe.note("  %s stream ended after %v, %d bytes: %v", b.kind, time.Since(b.opened).Round(time.Millisecond), b.bytes, err)
+		b.probe.note("  %s stream ended after %v, %d bytes: %v", b.kind, time.Since(b.opened).Round(time.Millisecond), read, err)
 	}
 	if bytes.Contains(window, goneEvent) {
 		b.probe.mu.Lock()
@@ -216,11 +216,11 @@ func (b *probedBody) Close() error {
 		return nil
 	}
 	b.closed = true
-	endNow := !b.ended
+	endNow, read := !b.ended, b.bytes
 	b.ended = true
 	b.mu.Unlock()
 	if endNow {
-		b.probe.note("  %s stream closed by the client after %v, %d bytes", b.kind, time.Since(b.opened).Round(time.Millisecond), b.bytes)
+		b.probe.note("  %s stream closed by the client after %v, %d bytes", b.kind, time.Since(b.opened).Round(time.Millisecond), read)
 	}
 	b.probe.mu.Lock()
 	delete(b.probe.streams, b)
