@@ -322,30 +322,31 @@ func (f fanout) AddIndexers(indexers cache.Indexers) error {
 }
 
 // HasSynced implements crcache.Informer.
-func (f fanout) HasSynced() bool {
-	for _, i := range f {
-		if !i.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
+func (f fanout) HasSynced() bool { return every(f, crcache.Informer.HasSynced) }
 
 // IsStopped implements crcache.Informer.
-func (f fanout) IsStopped() bool {
-	for _, i := range f {
-		if !i.IsStopped() {
-			return false
-		}
-	}
-	return true
-}
+func (f fanout) IsStopped() bool { return every(f, crcache.Informer.IsStopped) }
 
 // HasSyncedChecker implements crcache.Informer.
 func (f fanout) HasSyncedChecker() cache.DoneChecker {
-	checkers := make(map[string]cache.DoneChecker, len(f))
-	for ns, i := range f {
-		checkers[ns] = i.HasSyncedChecker()
+	return allCheckers(f, crcache.Informer.HasSyncedChecker)
+}
+
+// every reports whether pred holds for every namespace's value.
+func every[T any](m map[string]T, pred func(T) bool) bool {
+	for _, v := range m {
+		if !pred(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// allCheckers is done when every namespace's checker is.
+func allCheckers[T any](m map[string]T, checker func(T) cache.DoneChecker) cache.DoneChecker {
+	checkers := make(map[string]cache.DoneChecker, len(m))
+	for ns, v := range m {
+		checkers[ns] = checker(v)
 	}
 	return newAllDone(checkers)
 }
@@ -355,21 +356,12 @@ type fanoutRegistration map[string]cache.ResourceEventHandlerRegistration
 
 // HasSynced implements cache.ResourceEventHandlerRegistration.
 func (r fanoutRegistration) HasSynced() bool {
-	for _, h := range r {
-		if !h.HasSynced() {
-			return false
-		}
-	}
-	return true
+	return every(r, cache.ResourceEventHandlerRegistration.HasSynced)
 }
 
 // HasSyncedChecker implements cache.ResourceEventHandlerRegistration.
 func (r fanoutRegistration) HasSyncedChecker() cache.DoneChecker {
-	checkers := make(map[string]cache.DoneChecker, len(r))
-	for ns, h := range r {
-		checkers[ns] = h.HasSyncedChecker()
-	}
-	return newAllDone(checkers)
+	return allCheckers(r, cache.ResourceEventHandlerRegistration.HasSyncedChecker)
 }
 
 // allDone is done when every checker is.
