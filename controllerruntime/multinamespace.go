@@ -384,11 +384,17 @@ func (a *allDone) Name() string {
 	return strings.Join(names, ", ")
 }
 
-// Done closes once every checker is done. Its goroutine, started on the
-// first call, ends then; callers that stop waiting leave it parked on a
-// checker that never finishes, as client-go's own checkers do.
+// Done closes once every checker is done: at once when they already are
+// (so that a checker asked for again after a sync reports done), else
+// from a goroutine started on the first call, which ends then; callers
+// that stop waiting leave it parked on a checker that never finishes, as
+// client-go's own checkers do.
 func (a *allDone) Done() <-chan struct{} {
 	a.once.Do(func() {
+		if a.allClosed() {
+			close(a.done)
+			return
+		}
 		go func() {
 			for _, c := range a.checkers {
 				<-c.Done()
@@ -397,4 +403,16 @@ func (a *allDone) Done() <-chan struct{} {
 		}()
 	})
 	return a.done
+}
+
+// allClosed reports whether every checker is done already.
+func (a *allDone) allClosed() bool {
+	for _, c := range a.checkers {
+		select {
+		case <-c.Done():
+		default:
+			return false
+		}
+	}
+	return true
 }
