@@ -19,11 +19,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// testMapper knows pods (namespaced) and namespaces (cluster-scoped).
+// testMapper knows pods (namespaced) and namespaces (cluster-scoped), and
+// their list kinds, which controller-runtime's multi-namespace cache maps
+// too, as its discovery-backed mapper does.
 func testMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
+	for _, kind := range []string{"Pod", "PodList"} {
+		m.Add(corev1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeNamespace)
+	}
+	for _, kind := range []string{"Namespace", "NamespaceList"} {
+		m.Add(corev1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeRoot)
+	}
 	return m
 }
 

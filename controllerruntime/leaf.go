@@ -34,14 +34,24 @@ func (c *leafCache) Get(ctx context.Context, key client.ObjectKey, out client.Ob
 	if err != nil {
 		return err
 	}
-	e, started, err := c.get(ctx, gvk, out, c.env.failOnMissing, true)
+	r, err := c.readerOf(ctx, gvk, out)
 	if err != nil {
 		return err
 	}
-	if !started {
-		return &crcache.ErrCacheNotStarted{}
+	return r.Get(ctx, key, out, opts...)
+}
+
+// readerOf is the reader of gvk's informer in obj's representation,
+// once the cache has started and the informer has synced.
+func (c *leafCache) readerOf(ctx context.Context, gvk schema.GroupVersionKind, obj runtime.Object) (*reader, error) {
+	e, started, err := c.get(ctx, gvk, obj, c.env.failOnMissing, true)
+	if err != nil {
+		return nil, err
 	}
-	return e.reader.Get(ctx, key, out, opts...)
+	if !started {
+		return nil, &crcache.ErrCacheNotStarted{}
+	}
+	return e.reader, nil
 }
 
 // List implements client.Reader.
@@ -50,14 +60,11 @@ func (c *leafCache) List(ctx context.Context, out client.ObjectList, opts ...cli
 	if err != nil {
 		return err
 	}
-	e, started, err := c.get(ctx, gvk, obj, c.env.failOnMissing, true)
+	r, err := c.readerOf(ctx, gvk, obj)
 	if err != nil {
 		return err
 	}
-	if !started {
-		return &crcache.ErrCacheNotStarted{}
-	}
-	return e.reader.List(ctx, out, opts...)
+	return r.List(ctx, out, opts...)
 }
 
 // itemType is the GVK and an example object of a list's items, in the

@@ -322,30 +322,31 @@ func (f fanout) AddIndexers(indexers cache.Indexers) error {
 }
 
 // HasSynced implements crcache.Informer.
-func (f fanout) HasSynced() bool {
-	for _, i := range f {
-		if !i.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
+func (f fanout) HasSynced() bool { return every(f, crcache.Informer.HasSynced) }
 
 // IsStopped implements crcache.Informer.
-func (f fanout) IsStopped() bool {
-	for _, i := range f {
-		if !i.IsStopped() {
-			return false
-		}
-	}
-	return true
-}
+func (f fanout) IsStopped() bool { return every(f, crcache.Informer.IsStopped) }
 
 // HasSyncedChecker implements crcache.Informer.
 func (f fanout) HasSyncedChecker() cache.DoneChecker {
-	checkers := make(map[string]cache.DoneChecker, len(f))
-	for ns, i := range f {
-		checkers[ns] = i.HasSyncedChecker()
+	return allCheckers(f, crcache.Informer.HasSyncedChecker)
+}
+
+// every reports whether pred holds for every namespace's value.
+func every[T any](m map[string]T, pred func(T) bool) bool {
+	for _, v := range m {
+		if !pred(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// allCheckers is done when every namespace's checker is.
+func allCheckers[T any](m map[string]T, checker func(T) cache.DoneChecker) cache.DoneChecker {
+	checkers := make(map[string]cache.DoneChecker, len(m))
+	for ns, v := range m {
+		checkers[ns] = checker(v)
 	}
 	return newAllDone(checkers)
 }
@@ -355,21 +356,12 @@ type fanoutRegistration map[string]cache.ResourceEventHandlerRegistration
 
 // HasSynced implements cache.ResourceEventHandlerRegistration.
 func (r fanoutRegistration) HasSynced() bool {
-	for _, h := range r {
-		if !h.HasSynced() {
-			return false
-		}
-	}
-	return true
+	return every(r, cache.ResourceEventHandlerRegistration.HasSynced)
 }
 
 // HasSyncedChecker implements cache.ResourceEventHandlerRegistration.
 func (r fanoutRegistration) HasSyncedChecker() cache.DoneChecker {
-	checkers := make(map[string]cache.DoneChecker, len(r))
-	for ns, h := range r {
-		checkers[ns] = h.HasSyncedChecker()
-	}
-	return newAllDone(checkers)
+	return allCheckers(r, cache.ResourceEventHandlerRegistration.HasSyncedChecker)
 }
 
 // allDone is done when every checker is.
@@ -392,11 +384,17 @@ func (a *allDone) Name() string {
 	return strings.Join(names, ", ")
 }
 
-// Done closes once every checker is done. Its goroutine, started on the
-// first call, ends then; callers that stop waiting leave it parked on a
-// checker that never finishes, as client-go's own checkers do.
+// Done closes once every checker is done: at once when they already are
+// (so that a checker asked for again after a sync reports done), else
+// from a goroutine started on the first call, which ends then; callers
+// that stop waiting leave it parked on a checker that never finishes, as
+// client-go's own checkers do.
 func (a *allDone) Done() <-chan struct{} {
 	a.once.Do(func() {
+		if a.allClosed() {
+			close(a.done)
+			return
+		}
 		go func() {
 			for _, c := range a.checkers {
 				<-c.Done()
@@ -405,4 +403,16 @@ func (a *allDone) Done() <-chan struct{} {
 		}()
 	})
 	return a.done
+}
+
+// allClosed reports whether every checker is done already.
+func (a *allDone) allClosed() bool {
+	for _, c := range a.checkers {
+		select {
+		case <-c.Done():
+		default:
+			return false
+		}
+	}
+	return true
 }
