@@ -490,6 +490,9 @@ func (r *restarter) logWhileWaiting(logger klog.Logger) (stop func()) {
 // compare, is not checked.
 func (r *restarter) checkProbe(staged map[string]any, accepts func(runtime.Object) bool) func(runtime.Object, string) error {
 	return func(list runtime.Object, loaded string) error {
+		if l, err := meta.ListAccessor(list); err != nil || !notNewer(loaded, l.GetResourceVersion()) {
+			return nil // rule R3 refuses a snapshot newer than the server
+		}
 		items, err := meta.ExtractList(list)
 		if err != nil || len(items) == 0 || !accepts(items[0]) {
 			return nil
@@ -499,7 +502,7 @@ func (r *restarter) checkProbe(staged map[string]any, accepts func(runtime.Objec
 			return nil
 		}
 		rv := m.GetResourceVersion()
-		if cmp, err := resourceversion.CompareResourceVersion(rv, loaded); err != nil || cmp > 0 {
+		if !notNewer(rv, loaded) {
 			return nil
 		}
 		key, err := informerKeyFunc(items[0])
@@ -519,6 +522,13 @@ func (r *restarter) checkProbe(staged map[string]any, accepts func(runtime.Objec
 		}
 		return nil
 	}
+}
+
+// notNewer reports whether resourceVersion a is comparable with b and not
+// newer.
+func notNewer(a, b string) bool {
+	cmp, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && cmp <= 0
 }
 
 // errOtherHistory is a snapshot the probe's object contradicts.
