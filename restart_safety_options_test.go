@@ -112,7 +112,7 @@ func TestNegativeCatchUpTimeoutLogsWhileWaiting(t *testing.T) {
 // resourceVersion, a snapshot cannot be saved: the informer says why once
 // and counts every failed save.
 func TestSnapshotWithoutAResourceVersionSaysWhy(t *testing.T) {
-	t.Skip("issue 40 item 3 is not done after the store's move to internal/store: no \"Snapshot not saved\" line is logged for a list without a resourceVersion (see the stop-35 closing note)")
+	t.Skip("issue 40 item 3 unverified: client-go v0.37.2's fake clientset lists with resourceVersion \"2\" through a ListWatch wrapped with its watch-list semantics, so this test's premise (no resourceVersion) does not hold and no save fails; the case the issue saw still needs reproducing (see the stop-35 closing note)")
 	defer goleak.VerifyNone(t)
 	synctest.Test(t, func(t *testing.T) {
 		cs := k8sfake.NewClientset(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
