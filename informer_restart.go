@@ -420,6 +420,7 @@ func (r *restarter) save(logger klog.Logger) {
 	j := r.startJournalLocked(logger, h, f.Set())
 	r.blockDeltas.Unlock()
 	if err := r.write(h, f); err != nil {
+		r.abandonJournal(j)
 		r.saveFailed(logger, err)
 		return
 	}

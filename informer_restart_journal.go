@@ -379,3 +379,18 @@ func (r *restarter) journalApplied(logger klog.Logger, deltas []Delta, applyErr 
 	}
 	r.journalBatch(logger, deltas)
 }
+
+// abandonJournal ends j, the journal of a snapshot whose write failed, and
+// removes its file: it follows no snapshot, and a next start would only
+// remove it then.
+func (r *restarter) abandonJournal(j *snapshot.JournalWriter) {
+	if j == nil {
+		return
+	}
+	r.blockDeltas.Lock()
+	if r.journal == j {
+		r.stopJournalLocked()
+	}
+	r.blockDeltas.Unlock()
+	_, _ = snapshot.RemoveLeftovers(r.opts.Path, nextJournalPath(r.opts.Path))
+}
