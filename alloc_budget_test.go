@@ -17,6 +17,7 @@ import (
 
 	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/deque"
+	"github.com/openinformer/cache/internal/fanout"
 )
 
 // Allocation budgets of the informer's hot paths. Allocation counts are
@@ -176,7 +177,7 @@ func compactUpdateAllocs(t *testing.T, n, hot int) (perUpdate, encode float64) {
 	for _, p := range versions[0] {
 		require.NoError(t, c.Add(p))
 	}
-	var changes []notification
+	var changes []fanout.Notification
 	i, applied := 0, 0
 	update := func() {
 		d := [1]Delta{{Type: Updated, Object: versions[(i/n+1)%2][i%n]}}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/fanout"
 	"github.com/openinformer/cache/internal/fixtures"
 )
 
@@ -410,7 +411,7 @@ func benchStoreEvents(b *testing.B, opts *CompactOptions) {
 			b.Fatal(err)
 		}
 	}
-	var changes []notification
+	var changes []fanout.Notification
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

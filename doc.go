@@ -13,7 +13,7 @@
 //	                                                │          applies each batch,
 //	                                                │ ◄──────── returns the changes
 //	                                                ▼
-//	                                         sharedProcessor ──► handlers
+//	                                         fan-out ──► handlers
 //
 // A Reflector keeps one resource in step with the API server through a
 // ListerWatcher. It first syncs the whole set, by default by streaming it
@@ -49,7 +49,7 @@
 // consistent, frozen state without holding the lock writers need, so busy
 // listers never slow the informer down.
 //
-// Finally the sharedProcessor hands each change to every registered
+// Finally the fan-out (internal/fanout) hands each change to every registered
 // ResourceEventHandler. Each handler has one goroutine and its own buffer,
 // sees notifications one at a time in the order the cache changed, and never
 // waits for another handler.

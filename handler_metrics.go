@@ -1,6 +1,16 @@
 package cache
 
-import "sync"
+import (
+	"sync"
+	"time"
+
+	"github.com/openinformer/cache/internal/fanout"
+)
+
+// DefaultSlowHandlerThreshold is a SlowHandlerThreshold for a controller
+// that wants lagging handlers logged: a handler that keeps up never has a
+// notification pending this long.
+const DefaultSlowHandlerThreshold = 10 * time.Second
 
 // HandlerMetricsProvider builds the per-handler lag metrics of shared
 // informers. id is the informer's identity (possibly unreserved and empty)
@@ -30,33 +40,18 @@ func SetHandlerMetricsProvider(p HandlerMetricsProvider) {
 	handlerMetrics.once.Do(func() { handlerMetrics.provider = p })
 }
 
-// listenerMetrics are one handler's lag metrics, no-ops without a provider.
-// enabled is false when the age metric is off (metricOff): the clock read
-// per delivered batch and the lag refresher that feed that metric are then
-// skipped.
-type listenerMetrics struct {
-	enabled   bool
-	pending   GaugeMetric
-	oldestAge GaugeMetric
-	collapses CounterMetric
-}
-
-func newListenerMetrics(p HandlerMetricsProvider, id InformerNameAndResource, handler string) listenerMetrics {
+// listenerMetrics are one handler's lag metrics, from p or else the
+// process-wide provider; no-ops without either.
+func listenerMetrics(p HandlerMetricsProvider, id InformerNameAndResource, handler string) fanout.Metrics {
 	if p == nil {
 		p = handlerMetrics.provider
 	}
-	m := listenerMetrics{pending: noopMetric{}, oldestAge: noopMetric{}, collapses: noopMetric{}}
+	m := fanout.Metrics{Pending: noopMetric{}, OldestAge: noopMetric{}, Collapses: noopMetric{}}
 	if p != nil {
-		m.pending = p.NewPendingNotificationsMetric(id, handler)
-		m.oldestAge = p.NewOldestPendingAgeMetric(id, handler)
-		m.collapses = p.NewBacklogCollapsesMetric(id, handler)
+		m.Pending = p.NewPendingNotificationsMetric(id, handler)
+		m.OldestAge = p.NewOldestPendingAgeMetric(id, handler)
+		m.Collapses = p.NewBacklogCollapsesMetric(id, handler)
 	}
-	m.enabled = !metricOff(m.oldestAge)
+	m.Enabled = !metricOff(m.OldestAge)
 	return m
-}
-
-// idle records an empty backlog.
-func (m listenerMetrics) idle() {
-	m.pending.Set(0)
-	m.oldestAge.Set(0)
 }

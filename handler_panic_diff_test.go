@@ -246,19 +246,3 @@ func runPanickingInformerChild(impl string) {
 	klog.Flush()
 	fmt.Println("child survived")
 }
-
-// TestHandlerPanicPropagatesFromDelivery: under the default ReallyCrash a
-// handler's panic leaves the listener's delivery after PanicHandlers ran.
-func TestHandlerPanicPropagatesFromDelivery(t *testing.T) {
-	require.True(t, utilruntime.ReallyCrash)
-	var reported []interface{}
-	saved := utilruntime.PanicHandlers
-	utilruntime.PanicHandlers = []func(context.Context, interface{}){func(_ context.Context, r interface{}) { reported = append(reported, r) }}
-	defer func() { utilruntime.PanicHandlers = saved }()
-	p := newListenerTestProcessor(0)
-	l := newProcessorListener(klog.Background(), &panickingAdds{}, 0, 0, time.Now(), p.cfg, "test")
-	assert.PanicsWithValue(t, "handler bug on a", func() {
-		l.deliver(notification{kind: addNotification, newObj: newTestPod("ns", "a", "1")})
-	})
-	assert.Equal(t, []interface{}{"handler bug on a"}, reported)
-}

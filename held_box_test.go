@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openinformer/cache/fake"
+	"github.com/openinformer/cache/internal/fanout"
 	"github.com/openinformer/cache/internal/fixtures"
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/store"
@@ -181,7 +182,7 @@ func TestBacklogCoalescesBoxes(t *testing.T) {
 // its registration synced.
 func coalesceBoxes(t *testing.T, pods int) ([]string, int64, bool) {
 	_, views, _, list := preheldStore(t, pods)
-	p := newSharedProcessor(&listenerConfig{keyFunc: DeletionHandlingMetaNamespaceKeyFunc, backlogLimit: 2})
+	p := fanout.NewProcessor(fanout.Config{KeyFunc: DeletionHandlingMetaNamespaceKeyFunc, BacklogLimit: 2})
 	release := make(chan struct{})
 	var got []string
 	h := ResourceEventHandlerFuncs{
@@ -195,26 +196,27 @@ func coalesceBoxes(t *testing.T, pods int) ([]string, int64, bool) {
 		UpdateFunc: func(_, obj any) { got = append(got, "update "+obj.(*v1.Pod).Name) },
 		DeleteFunc: func(obj any) { got = append(got, fmt.Sprintf("delete %T", obj)) },
 	}
-	l := newProcessorListener(klog.Background(), h, 0, 0, p.cfg.clock.Now(), p.cfg, "test")
-	p.addListener(l, nil)
+	l := p.NewListener(fanout.ListenerOptions{Logger: klog.Background(), Handler: h, Name: "test", InformerChecker: "test",
+		Metrics: listenerMetrics(nil, InformerNameAndResource{}, "test")})
+	p.AddListener(l, nil)
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { defer close(done); p.run(stop) }()
-	ns := make([]notification, len(list))
+	go func() { defer close(done); p.Run(stop) }()
+	ns := make([]fanout.Notification, len(list))
 	for i, obj := range list {
-		ns[i] = notification{kind: addNotification, newObj: obj, initial: true}
+		ns[i] = fanout.Notification{Kind: fanout.Add, New: obj, Initial: true}
 	}
-	p.distribute(stagePreheld(ns[:1], nil, true), nil)
+	p.Notify(ns[:1])
 	synctest.Wait() // the handler is in its first add
-	p.distribute(stagePreheld(ns[1:], nil, true), nil)
+	p.Notify(ns[1:])
 	old := list[3].(store.Preheld)
 	oldObj, _ := old.View(false)
 	newObj := oldObj.(*v1.Pod).DeepCopy()
 	newObj.Labels["note"] = " updated"
-	p.distributeOne(notification{kind: updateNotification, oldObj: oldObj, newObj: newObj}, false)
+	p.Notify([]fanout.Notification{{Kind: fanout.Update, Old: oldObj, New: newObj}})
 	gone, _ := list[4].(store.Preheld).View(false)
-	p.distributeOne(notification{kind: deleteNotification, oldObj: gone}, false)
-	p.markSynced()
+	p.Notify([]fanout.Notification{{Kind: fanout.Delete, Old: gone}})
+	p.MarkSynced()
 	decodesBeforeRelease := views.kept.Load()
 	close(release)
 	synctest.Wait()
@@ -223,19 +225,4 @@ func coalesceBoxes(t *testing.T, pods int) ([]string, int64, bool) {
 	<-done
 	assert.Equal(t, int64(1), decodesBeforeRelease, "only the add the handler is in was read back")
 	return got, views.kept.Load(), synced
-}
-
-// The fan-out of a chunk of preheld adds allocates per chunk, not per
-// object: the boxes share one slab, and nothing is decoded on the
-// processLoop.
-func TestAllocBudgetPreheldAddsFanout(t *testing.T) {
-	_, views, _, list := preheldStore(t, preheldChunk)
-	ns := make([]notification, len(list))
-	for i, obj := range list {
-		ns[i] = notification{kind: addNotification, newObj: obj, initial: true}
-	}
-	var buf [preheldChunk]notification
-	allocs := testing.AllocsPerRun(20, func() { _ = stagePreheld(ns, buf[:0], true) })
-	assert.LessOrEqual(t, allocs, float64(1), "allocations per chunk of %d", preheldChunk)
-	assert.Zero(t, views.kept.Load(), "decodes on the processLoop")
 }

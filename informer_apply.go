@@ -6,6 +6,8 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache/internal/fanout"
 )
 
 // deltaApplier is an informer's processing step: the store applies each
@@ -16,7 +18,7 @@ type deltaApplier struct {
 	store  *cache
 	// tell hands a batch's changes on, in order: to the shared informer's
 	// fan-out, or to a single handler (tellHandler).
-	tell func([]notification)
+	tell func([]fanout.Notification)
 	// committed, when set, is told each batch of writes the store
 	// committed (a warm restart's journal).
 	committed committedFunc
@@ -25,15 +27,15 @@ type deltaApplier struct {
 // newDeltaApplier returns the applier of deltas to store, telling tell
 // what changed and committed (if not nil) what each batch of writes
 // committed.
-func newDeltaApplier(logger klog.Logger, store *cache, tell func([]notification), committed committedFunc) deltaApplier {
+func newDeltaApplier(logger klog.Logger, store *cache, tell func([]fanout.Notification), committed committedFunc) deltaApplier {
 	return deltaApplier{logger: logger, store: store, tell: tell, committed: committed}
 }
 
 // tellHandler tells h each change, in order.
-func tellHandler(h ResourceEventHandler) func([]notification) {
-	return func(changes []notification) {
+func tellHandler(h ResourceEventHandler) func([]fanout.Notification) {
+	return func(changes []fanout.Notification) {
 		for i := range changes {
-			changes[i].callOn(h)
+			changes[i].CallOn(h)
 		}
 	}
 }
@@ -87,7 +89,7 @@ func (a deltaApplier) applyAndTell(deltas []Delta, isInInitialList bool) error {
 // changeBuffer is apply's slice of changes, pooled because a busy informer
 // would otherwise allocate one for every batch. Nothing keeps it past the
 // batch: listeners copy each change.
-type changeBuffer struct{ changes []notification }
+type changeBuffer struct{ changes []fanout.Notification }
 
 var changeBufferPool = sync.Pool{New: func() any { return new(changeBuffer) }}
 

@@ -575,7 +575,7 @@ func (s *sharedIndexInformer) runSnapshots(ctx context.Context, c *controller) (
 	if r == nil {
 		return func() {}
 	}
-	synced := s.processor.cfg.synced
+	synced := s.processor.Synced()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -583,7 +583,7 @@ func (s *sharedIndexInformer) runSnapshots(ctx context.Context, c *controller) (
 	}()
 	return func() {
 		<-done
-		r.stop(klog.FromContext(ctx), isClosed(synced))
+		r.stop(klog.FromContext(ctx), s.HasSynced())
 		r.unlock()
 	}
 }

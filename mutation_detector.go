@@ -121,3 +121,14 @@ func (d *cacheMutationChecker) compare() {
 		d.fail(fmt.Sprintf("cache %s modified", d.name))
 	}
 }
+
+// detectorOn is d, or nil when d is the no-op detector: the fan-out then
+// needs no object, and a compact informer's initial adds may reach the
+// listeners encoded, since no detector is there to see every object
+// handed out.
+func detectorOn(d MutationDetector) interface{ AddObject(obj any) } {
+	if _, off := d.(noopMutationDetector); off {
+		return nil
+	}
+	return d
+}

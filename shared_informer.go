@@ -15,6 +15,8 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/fanout"
 )
 
 // SharedIndexInformerOptions configures NewSharedIndexInformerWithOptions.
@@ -134,14 +136,14 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		shardSelector:     options.ShardSelector,
 		snapshot:          checkedSnapshotOptions(options.Snapshot),
 	}
-	s.processor = newSharedProcessor(&listenerConfig{
-		clock:         clk,
-		keyFunc:       informerKeyFunc,
-		backlogLimit:  options.MaxPendingNotificationsPerHandler,
-		slowThreshold: options.SlowHandlerThreshold,
-		metrics:       options.HandlerMetricsProvider,
-		id:            options.Identifier,
+	s.processor = fanout.NewProcessor(fanout.Config{
+		Clock:         clk,
+		KeyFunc:       informerKeyFunc,
+		BacklogLimit:  options.MaxPendingNotificationsPerHandler,
+		SlowThreshold: options.SlowHandlerThreshold,
+		Detector:      detectorOn(s.mutationDetector),
 	})
+	s.handlerMetrics = options.HandlerMetricsProvider
 	observeInformerState(s)
 	return s
 }
@@ -176,7 +178,8 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 // MembershipInformer's own, never the other way round.
 type sharedIndexInformer struct {
 	indexer           *cache
-	processor         *sharedProcessor
+	processor         *fanout.Processor
+	handlerMetrics    HandlerMetricsProvider // set at construction, never changed
 	mutationDetector  MutationDetector
 	lw                ListerWatcher
 	objectType        runtime.Object
@@ -270,14 +273,14 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 	}()
 	go func() {
 		defer wg.Done()
-		s.processor.run(stopProcessor)
+		s.processor.Run(stopProcessor)
 	}()
 	go func() {
 		defer wg.Done()
 		select {
 		case <-ctx.Done():
 		case <-queue.HasSyncedChecker().Done():
-			s.processor.markSynced()
+			s.processor.MarkSynced()
 		}
 	}()
 	saved := s.runSnapshots(ctx, ctrl)
@@ -320,14 +323,14 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 		committed, warmStart, journal = s.restart.journalWrites, s.restart.warmStart, s.restart.journalApplied
 	}
 	hooks := reflectorHooks{warmStart: warmStart, prehold: prehold}
-	apply := newDeltaApplier(qlogger, s.indexer, informerFanout{s}.notifyBatch, committed)
+	apply := newDeltaApplier(qlogger, s.indexer, s.processor.Notify, committed)
 	ctrl := newController(&Config{
 		Queue:             queue,
 		ListerWatcher:     lw,
 		ObjectType:        s.objectType,
 		ObjectDescription: s.objectDescription,
 		FullResyncPeriod:  s.resyncCheckPeriod,
-		ShouldResync:      s.processor.shouldResync,
+		ShouldResync:      s.processor.ShouldResync,
 		Process: func(obj interface{}, isInInitialList bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
@@ -371,7 +374,7 @@ func (c informerSyncedChecker) Name() string {
 	return fmt.Sprintf("SharedIndexInformer %T", c.s.objectType)
 }
 
-func (c informerSyncedChecker) Done() <-chan struct{} { return c.s.processor.cfg.synced }
+func (c informerSyncedChecker) Done() <-chan struct{} { return c.s.processor.Synced() }
 
 // LastSyncResourceVersion is the reflector's, or "" before Run.
 func (s *sharedIndexInformer) LastSyncResourceVersion() string {
@@ -447,15 +450,19 @@ func (s *sharedIndexInformer) AddEventHandlerWithOptions(handler ResourceEventHa
 		logger = *options.Logger
 	}
 	period := s.requestResyncLocked(logger, options.ResyncPeriod)
-	l := newProcessorListener(logger, handler, period, effectiveResyncPeriod(logger, period, s.resyncCheckPeriod),
-		s.clock.Now(), s.processor.cfg, s.HasSyncedChecker().Name())
+	name := eventHandlerName(handler)
+	l := s.processor.NewListener(fanout.ListenerOptions{
+		Logger: logger, Handler: handler, Name: name, InformerChecker: s.HasSyncedChecker().Name(),
+		Requested: period, Effective: fanout.EffectiveResyncPeriod(logger, period, s.resyncCheckPeriod),
+		Metrics: listenerMetrics(s.handlerMetrics, s.identifier, name),
+	})
 	if !s.started {
-		s.processor.addListener(l, nil)
+		s.processor.AddListener(l, nil)
 		return l, nil
 	}
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	s.processor.addListener(l, s.indexer.List())
+	s.processor.AddListener(l, s.indexer.List())
 	return l, nil
 }
 
@@ -470,9 +477,9 @@ func (s *sharedIndexInformer) requestResyncLocked(logger klog.Logger, requested 
 	if period <= 0 {
 		return period
 	}
-	if period < minimumResyncPeriod {
-		logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", period, "minimumResyncPeriod", minimumResyncPeriod)
-		period = minimumResyncPeriod
+	if period < fanout.MinimumResyncPeriod {
+		logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", period, "fanout.MinimumResyncPeriod", fanout.MinimumResyncPeriod)
+		period = fanout.MinimumResyncPeriod
 	}
 	if period >= s.resyncCheckPeriod {
 		return period
@@ -482,7 +489,7 @@ func (s *sharedIndexInformer) requestResyncLocked(logger klog.Logger, requested 
 		return s.resyncCheckPeriod
 	}
 	s.resyncCheckPeriod = period
-	s.processor.resyncCheckPeriodChanged(logger, period)
+	s.processor.ResyncCheckPeriodChanged(logger, period)
 	return period
 }
 
@@ -494,7 +501,7 @@ func (s *sharedIndexInformer) RemoveEventHandler(handle ResourceEventHandlerRegi
 	defer s.mu.Unlock()
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	return s.processor.removeListener(handle)
+	return s.processor.RemoveListener(handle)
 }
 
 // ShutDownEventHandler removes the handler and waits until it will not be

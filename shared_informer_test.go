@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -195,28 +196,28 @@ func TestI8_ResyncPeriodFloorsAndCheckPeriod(t *testing.T) {
 	_, lw := informerTestServer()
 	inf := NewSharedIndexInformer(lw, &v1.Pod{}, 10*time.Second, nil).(*sharedIndexInformer)
 	def, _ := inf.AddEventHandler(&nameTestHandler{})
-	assert.Equal(t, 10*time.Second, def.(*processorListener).resyncPeriod, "default period")
+	assert.Equal(t, 10*time.Second, listenerResyncPeriod(def), "default period")
 	small, _ := inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 500*time.Millisecond)
 	assert.Equal(t, time.Second, inf.resyncCheckPeriod, "before start a smaller period lowers the check period, floored at 1s")
-	assert.Equal(t, time.Second, small.(*processorListener).resyncPeriod)
-	assert.Equal(t, 10*time.Second, def.(*processorListener).resyncPeriod, "existing listeners recomputed")
+	assert.Equal(t, time.Second, listenerResyncPeriod(small))
+	assert.Equal(t, 10*time.Second, listenerResyncPeriod(def), "existing listeners recomputed")
 	zero, _ := inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 0)
-	assert.Equal(t, time.Duration(0), zero.(*processorListener).resyncPeriod)
+	assert.Equal(t, time.Duration(0), listenerResyncPeriod(zero))
 
 	stop := informerTestRun(inf)
 	late, _ := inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 1500*time.Millisecond)
-	assert.Equal(t, 1500*time.Millisecond, late.(*processorListener).resyncPeriod)
+	assert.Equal(t, 1500*time.Millisecond, listenerResyncPeriod(late))
 	stop()
 
 	noResync := NewSharedIndexInformer(lw, &v1.Pod{}, 0, nil)
 	reg, _ := noResync.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 5*time.Second)
-	assert.Equal(t, time.Duration(0), reg.(*processorListener).resyncPeriod, "an informer created with 0 never resyncs")
+	assert.Equal(t, time.Duration(0), listenerResyncPeriod(reg), "an informer created with 0 never resyncs")
 
 	started := NewSharedIndexInformer(lw, &v1.Pod{}, 30*time.Second, nil).(*sharedIndexInformer)
 	stop = informerTestRun(started)
 	informerTestWait(t, "sync", started.HasSyncedChecker())
 	reg, _ = started.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 5*time.Second)
-	assert.Equal(t, 30*time.Second, reg.(*processorListener).resyncPeriod, "after start raised to the check period")
+	assert.Equal(t, 30*time.Second, listenerResyncPeriod(reg), "after start raised to the check period")
 	stop()
 	goleak.VerifyNone(t)
 }
@@ -653,4 +654,10 @@ func TestP2_HandlersJoiningLeavingAndCollapsingStayConsistentPerKey(t *testing.T
 	assert.Positive(t, m.collapses.Load(), "slow handlers' backlogs collapsed")
 	stop()
 	goleak.VerifyNone(t)
+}
+
+// listenerResyncPeriod is the resync period the fan-out gave the handler
+// behind reg, read from its listener (internal/fanout keeps it private).
+func listenerResyncPeriod(reg ResourceEventHandlerRegistration) time.Duration {
+	return time.Duration(reflect.ValueOf(reg).Elem().FieldByName("resyncPeriod").Int())
 }

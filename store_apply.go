@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/openinformer/cache/internal/fanout"
 	"github.com/openinformer/cache/internal/store"
 )
 
@@ -39,7 +40,7 @@ func batchable(deltas []Delta) error {
 // delta gives no change. The store's transformer is not applied (the
 // informer's queue transforms); a single failed write returns its own
 // error, a batch's failures one error naming them.
-func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []notification, committed committedFunc) ([]notification, []error, error) {
+func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []fanout.Notification, committed committedFunc) ([]fanout.Notification, []error, error) {
 	if len(deltas) == 1 && !isBatchable(deltas[0].Type) {
 		return c.applyWhole(deltas[0], isInInitialList, changes)
 	}
@@ -68,7 +69,7 @@ func batchError(n int, txErr *TransactionError) error {
 }
 
 // applyWhole applies a delta about the whole store.
-func (c *cache) applyWhole(d Delta, isInInitialList bool, changes []notification) ([]notification, []error, error) {
+func (c *cache) applyWhole(d Delta, isInInitialList bool, changes []fanout.Notification) ([]fanout.Notification, []error, error) {
 	switch d.Type {
 	case ReplacedAll:
 		info, ok := d.Object.(ReplacedAllInfo)
@@ -81,7 +82,7 @@ func (c *cache) applyWhole(d Delta, isInInitialList bool, changes []notification
 			return changes, nil, fmt.Errorf("SyncAll did not contain SyncAllInfo: %T", d.Object)
 		}
 		for _, obj := range c.List() {
-			changes = append(changes, notification{kind: updateNotification, oldObj: obj, newObj: obj})
+			changes = append(changes, fanout.Notification{Kind: fanout.Update, Old: obj, New: obj})
 		}
 	case Bookmark:
 		info, ok := d.Object.(BookmarkInfo)
@@ -98,19 +99,19 @@ func (c *cache) applyWhole(d Delta, isInInitialList bool, changes []notification
 // is gone, then an update or add per listed object in list order. Each
 // key is computed once, and what was stored before is read from the
 // replaced content after the swap instead of looked up key by key.
-func (c *cache) applyReplacedAll(info ReplacedAllInfo, isInInitialList bool, changes []notification) ([]notification, []error, error) {
+func (c *cache) applyReplacedAll(info ReplacedAllInfo, isInInitialList bool, changes []fanout.Notification) ([]fanout.Notification, []error, error) {
 	r, dropped := c.replaceList(info.Objects, info.ResourceVersion)
 	// A relist is most of a store: size for it once rather than doubling.
 	changes = slices.Grow(changes, r.Len())
 	r.Gone(func(key string, old any) {
-		changes = append(changes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: key, Obj: old}})
+		changes = append(changes, fanout.Notification{Kind: fanout.Delete, Old: DeletedFinalStateUnknown{Key: key, Obj: old}})
 	})
 	for i := range r.Len() {
 		key, obj := r.Object(i)
 		if old, existed := r.Before(key); existed {
-			changes = append(changes, notification{kind: updateNotification, oldObj: old, newObj: obj})
+			changes = append(changes, fanout.Notification{Kind: fanout.Update, Old: old, New: obj})
 		} else {
-			changes = append(changes, notification{kind: addNotification, newObj: obj, initial: isInInitialList})
+			changes = append(changes, fanout.Notification{Kind: fanout.Add, New: obj, Initial: isInInitialList})
 		}
 	}
 	return changes, dropped, nil
@@ -123,7 +124,7 @@ func (c *cache) applyReplacedAll(info ReplacedAllInfo, isInInitialList bool, cha
 // Each key and its prior are read in one lookup before the transaction,
 // which takes the prior instead of reading it again (with compact storage,
 // a hot-cache lookup or a decode).
-func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []notification, committed committedFunc) ([]notification, *TransactionError) {
+func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []fanout.Notification, committed committedFunc) ([]fanout.Notification, *TransactionError) {
 	b := store.GetBatch(len(deltas))
 	defer b.Release()
 	b.ByName = c.metaKeys
@@ -149,13 +150,13 @@ func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []noti
 
 // changeOf is what write i of a committed batch tells an informer's
 // handlers.
-func changeOf(b *store.Batch, i int, isInInitialList bool) notification {
+func changeOf(b *store.Batch, i int, isInInitialList bool) fanout.Notification {
 	switch kind, old, obj := b.Change(i); kind {
 	case store.Deleted:
-		return notification{kind: deleteNotification, oldObj: old}
+		return fanout.Notification{Kind: fanout.Delete, Old: old}
 	case store.Updated:
-		return notification{kind: updateNotification, oldObj: old, newObj: obj}
+		return fanout.Notification{Kind: fanout.Update, Old: old, New: obj}
 	default:
-		return notification{kind: addNotification, newObj: obj, initial: isInInitialList}
+		return fanout.Notification{Kind: fanout.Add, New: obj, Initial: isInInitialList}
 	}
 }

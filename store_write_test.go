@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/fanout"
 )
 
 // Tests of the write pipeline (internal/store/write.go), named after its
@@ -16,7 +18,7 @@ import (
 func TestChangeBuffersComeBackZeroed(t *testing.T) {
 	pod := newTestPod("ns", "a", "1")
 	c := getChangeBuffer()
-	c.changes = append(c.changes, notification{kind: addNotification, newObj: pod})
+	c.changes = append(c.changes, fanout.Notification{Kind: fanout.Add, New: pod})
 	c.release()
 	for range 10 { // the pool may hand back this buffer or a fresh one
 		c = getChangeBuffer()

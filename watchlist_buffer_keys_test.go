@@ -65,16 +65,3 @@ func TestWatchListBufferPreheldKeys(t *testing.T) {
 		})
 	}
 }
-
-// Preheld objects go to listeners preheldChunk at a time, since each chunk
-// is decoded whole; others notificationChunk at a time.
-func TestChunkFor(t *testing.T) {
-	held := make([]notification, 3*preheldChunk)
-	for i := range held {
-		held[i].newObj = testPreheld("k", nil)
-	}
-	assert.Equal(t, preheldChunk, chunkFor(held))
-	assert.Equal(t, 5, chunkFor(held[:5]))
-	plain := make([]notification, 2*notificationChunk)
-	assert.Equal(t, notificationChunk, chunkFor(plain))
-}

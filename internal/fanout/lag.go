@@ -1,8 +1,10 @@
-package cache
+package fanout
 
 import (
 	"sync"
 	"time"
+
+	clientcache "k8s.io/client-go/tools/cache"
 )
 
 // The oldest-pending-age gauge of a handler is set when notifications are
@@ -17,19 +19,19 @@ import (
 // lagRefreshInterval is how often the age gauge is brought up to date.
 const lagRefreshInterval = time.Second
 
-// inFlightMark flags processorListener.inFlight as set; the low 32 bits are
+// inFlightMark flags listener.inFlight as set; the low 32 bits are
 // then the stamp of the notification the handler is in.
 const inFlightMark = uint64(1) << 32
 
 // markInFlight records that n is being handled.
-func (l *processorListener) markInFlight(n *notification) {
+func (l *Listener) markInFlight(n *Notification) {
 	l.inFlight.Store(inFlightMark | uint64(n.enqueued))
 }
 
 // oldestLocked returns the stamp of the oldest notification the handler has
 // not finished: the one it is in, else the head of the queue. Delivery is
 // in order, so the first that exists is the oldest. Called with l.mu held.
-func (l *processorListener) oldestLocked() (stamp, bool) {
+func (l *Listener) oldestLocked() (stamp, bool) {
 	if f := l.inFlight.Load(); f&inFlightMark != 0 {
 		return stamp(f), true
 	}
@@ -41,7 +43,7 @@ func (l *processorListener) oldestLocked() (stamp, bool) {
 
 // startLagRefresher runs refreshLag until the returned stop is called; stop
 // waits for it to return.
-func (l *processorListener) startLagRefresher() (stop func()) {
+func (l *Listener) startLagRefresher() (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { l.refreshLag(done) })
@@ -53,8 +55,8 @@ func (l *processorListener) startLagRefresher() (stop func()) {
 
 // refreshLag refreshes the age gauge every lagRefreshInterval until done is
 // closed.
-func (l *processorListener) refreshLag(done <-chan struct{}) {
-	t := l.cfg.clock.NewTimer(lagRefreshInterval)
+func (l *Listener) refreshLag(done <-chan struct{}) {
+	t := l.cfg.Clock.NewTimer(lagRefreshInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -62,7 +64,7 @@ func (l *processorListener) refreshLag(done <-chan struct{}) {
 			return
 		case <-t.C():
 		}
-		l.refreshAge(l.cfg.clock.Since(l.cfg.epoch))
+		l.refreshAge(l.cfg.Clock.Since(l.cfg.epoch))
 		t.Reset(lagRefreshInterval)
 	}
 }
@@ -70,10 +72,32 @@ func (l *processorListener) refreshLag(done <-chan struct{}) {
 // refreshAge sets the age gauge from the oldest unfinished notification at
 // now. An idle or removed handler's gauge was zeroed by next or shutdown and
 // is left alone.
-func (l *processorListener) refreshAge(now time.Duration) {
+func (l *Listener) refreshAge(now time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if oldest, ok := l.oldestLocked(); ok && !isClosed(l.stop) {
-		l.metrics.oldestAge.Set(oldest.age(now).Seconds())
+		l.metrics.OldestAge.Set(oldest.age(now).Seconds())
 	}
+}
+
+// Metrics are one handler's lag metrics.
+type Metrics struct {
+	// Enabled is false when OldestAge discards what it is told: the clock
+	// read per delivered batch and the lag refresher that feed it are then
+	// skipped.
+	Enabled bool
+	// Pending counts the notifications waiting for the handler (for a
+	// collapsed backlog: the keys to be resynced).
+	Pending clientcache.GaugeMetric
+	// OldestAge is the age in seconds of the oldest notification the
+	// handler has not finished.
+	OldestAge clientcache.GaugeMetric
+	// Collapses counts the backlog's collapses into a resync.
+	Collapses clientcache.CounterMetric
+}
+
+// idle records an empty backlog.
+func (m Metrics) idle() {
+	m.Pending.Set(0)
+	m.OldestAge.Set(0)
 }

@@ -1,8 +1,10 @@
-package cache
+package fanout
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,10 +17,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // listenerTestRecorder records handler calls (by key and resource version)
@@ -60,13 +67,13 @@ func (r *listenerTestRecorder) got() []string {
 
 // listenerTestDescribe prints key@rv, or tombstone(key@rv) for a tombstone.
 func listenerTestDescribe(obj interface{}) string {
-	if t, ok := obj.(DeletedFinalStateUnknown); ok {
+	if t, ok := obj.(clientcache.DeletedFinalStateUnknown); ok {
 		if t.Obj == nil {
 			return "tombstone(" + t.Key + ")"
 		}
 		return "tombstone(" + listenerTestDescribe(t.Obj) + ")"
 	}
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		return fmt.Sprint(obj)
 	}
@@ -77,27 +84,49 @@ func listenerTestDescribe(obj interface{}) string {
 // writes to through write, which mirrors the informer: store write and
 // distribution under one lock.
 type listenerTestProcessor struct {
-	*sharedProcessor
-	store Store
+	*Processor
+	store clientcache.Store
 	lock  *sync.Mutex
 }
 
 func newListenerTestProcessor(limit int) *listenerTestProcessor {
-	store := clientcache.NewStore(DeletionHandlingMetaNamespaceKeyFunc)
+	store := clientcache.NewStore(clientcache.DeletionHandlingMetaNamespaceKeyFunc)
 	lock := &sync.Mutex{}
-	p := newSharedProcessor(&listenerConfig{
-		keyFunc:       DeletionHandlingMetaNamespaceKeyFunc,
-		backlogLimit:  limit,
-		slowThreshold: DefaultSlowHandlerThreshold,
+	p := NewProcessor(Config{
+		KeyFunc:       clientcache.DeletionHandlingMetaNamespaceKeyFunc,
+		BacklogLimit:  limit,
+		SlowThreshold: 10 * time.Second,
 	})
-	return &listenerTestProcessor{sharedProcessor: p, store: store, lock: lock}
+	return &listenerTestProcessor{Processor: p, store: store, lock: lock}
 }
 
-func (p *listenerTestProcessor) listen(h ResourceEventHandler) *processorListener {
-	l := newProcessorListener(klog.Background(), h, 0, 0, p.cfg.clock.Now(), p.cfg, "test")
-	p.addListener(l, nil)
+func (p *listenerTestProcessor) listen(h Handler) *Listener {
+	l := p.NewListener(testListenerOptions(klog.Background(), h, 0, "test", noMetrics()))
+	p.AddListener(l, nil)
 	return l
 }
+
+// testListenerOptions describe a listener for h, named after h's type as
+// the informer's handler names are.
+func testListenerOptions(logger klog.Logger, h Handler, period time.Duration, checker string, m Metrics) ListenerOptions {
+	t := reflect.TypeOf(h)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return ListenerOptions{Logger: logger, Handler: h, Name: t.PkgPath() + "." + t.Name(), InformerChecker: checker,
+		Requested: period, Effective: period, Metrics: m}
+}
+
+// noMetrics are metrics that discard what they are told.
+func noMetrics() Metrics {
+	return Metrics{Pending: discard{}, OldestAge: discard{}, Collapses: discard{}}
+}
+
+type discard struct{}
+
+func (discard) Set(float64) {}
+func (discard) Inc()        {}
+func (discard) Dec()        {}
 
 // upsert writes obj to the store and distributes the matching notification.
 func (p *listenerTestProcessor) upsert(obj interface{}) {
@@ -106,9 +135,9 @@ func (p *listenerTestProcessor) upsert(obj interface{}) {
 	old, exists, _ := p.store.Get(obj)
 	_ = p.store.Add(obj)
 	if exists {
-		p.distributeOne(notification{kind: updateNotification, oldObj: old, newObj: obj}, false)
+		p.distributeOne(Notification{Kind: Update, Old: old, New: obj}, false)
 	} else {
-		p.distributeOne(notification{kind: addNotification, newObj: obj}, false)
+		p.distributeOne(Notification{Kind: Add, New: obj}, false)
 	}
 }
 
@@ -116,13 +145,13 @@ func (p *listenerTestProcessor) remove(obj interface{}) {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 	_ = p.store.Delete(obj)
-	p.distributeOne(notification{kind: deleteNotification, oldObj: obj}, false)
+	p.distributeOne(Notification{Kind: Delete, Old: obj}, false)
 }
 
 func (p *listenerTestProcessor) start() (stop func()) {
 	ch := make(chan struct{})
 	done := make(chan struct{})
-	go func() { p.run(ch); close(done) }()
+	go func() { p.Run(ch); close(done) }()
 	return func() { close(ch); <-done }
 }
 
@@ -174,7 +203,7 @@ func TestP1_OneGoroutinePerListener(t *testing.T) {
 func TestP3_DistributeBeforeStartIsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newListenerTestProcessor(0)
-		p.distributeOne(notification{kind: addNotification, newObj: newTestPod("ns", "x", "1")}, false) // no listeners: dropped
+		p.distributeOne(Notification{Kind: Add, New: newTestPod("ns", "x", "1")}, false) // no listeners: dropped
 		r := &listenerTestRecorder{}
 		p.listen(r)
 		p.upsert(newTestPod("ns", "a", "1"))
@@ -196,10 +225,10 @@ func TestP4_HandlerPanicLoggedAndDeliveryContinues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newListenerTestProcessor(0)
 		r := &listenerTestRecorder{panicOn: "add ns/a@1 true"}
-		l := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "test")
-		p.addListener(l, []interface{}{newTestPod("ns", "a", "1"), newTestPod("ns", "b", "1")})
+		l := p.NewListener(testListenerOptions(klog.Background(), r, 0, "test", noMetrics()))
+		p.AddListener(l, []interface{}{newTestPod("ns", "a", "1"), newTestPod("ns", "b", "1")})
 		stop := p.start()
-		p.markSynced()
+		p.MarkSynced()
 		p.upsert(newTestPod("ns", "c", "1"))
 		synctest.Wait()
 		assert.Equal(t, []string{"add ns/a@1 true"}, r.got(), "paused after the panic")
@@ -259,7 +288,7 @@ func TestP5_StopDiscardsPendingAndWaitsForInFlight(t *testing.T) {
 		assert.Equal(t, []string{"add ns/1@1 false"}, r.got(), "pending notifications discarded")
 		<-l.ShutdownChan()
 		p.upsert(newTestPod("ns", "late", "1"))
-		assert.False(t, p.addListener(newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "test"), nil), "stopped processor never starts listeners")
+		assert.False(t, p.AddListener(p.NewListener(testListenerOptions(klog.Background(), r, 0, "test", noMetrics())), nil), "stopped processor never starts listeners")
 	})
 	goleak.VerifyNone(t)
 }
@@ -274,7 +303,7 @@ func TestP5_RemovedListenerStopsWithinATakenBatch(t *testing.T) {
 		}
 		stop := p.start()
 		synctest.Wait() // first call in flight, the other four taken with it
-		require.NoError(t, p.removeListener(l))
+		require.NoError(t, p.RemoveListener(l))
 		r.gate <- struct{}{}
 		<-l.ShutdownChan()
 		assert.Equal(t, []string{"add ns/1@1 false"}, r.got(), "a removed handler is not called again")
@@ -285,45 +314,45 @@ func TestP5_RemovedListenerStopsWithinATakenBatch(t *testing.T) {
 
 func TestI17_ResyncMarksFollowPeriodsAndClock(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
-	p := newSharedProcessor(&listenerConfig{clock: clk})
-	mk := func(period time.Duration) *processorListener {
-		l := newProcessorListener(klog.Background(), &listenerTestRecorder{}, period, period, clk.Now(), p.cfg, "test")
-		p.addListener(l, nil)
+	p := NewProcessor(Config{Clock: clk})
+	mk := func(period time.Duration) *Listener {
+		l := p.NewListener(testListenerOptions(klog.Background(), &listenerTestRecorder{}, period, "test", noMetrics()))
+		p.AddListener(l, nil)
 		return l
 	}
 	none, ten, thirty := mk(0), mk(10*time.Second), mk(30*time.Second)
 	assert.True(t, none.syncing && ten.syncing && thirty.syncing, "listeners start syncing")
-	assert.False(t, p.shouldResync())
+	assert.False(t, p.ShouldResync())
 	assert.False(t, none.syncing || ten.syncing || thirty.syncing)
 	clk.Step(10 * time.Second)
-	assert.True(t, p.shouldResync(), "due exactly at creation + period")
+	assert.True(t, p.ShouldResync(), "due exactly at creation + period")
 	assert.Equal(t, []bool{false, true, false}, []bool{none.syncing, ten.syncing, thirty.syncing})
 	clk.Step(10 * time.Second)
-	p.shouldResync()
+	p.ShouldResync()
 	assert.Equal(t, []bool{false, true, false}, []bool{none.syncing, ten.syncing, thirty.syncing})
 	clk.Step(10 * time.Second)
-	p.shouldResync()
+	p.ShouldResync()
 	assert.Equal(t, []bool{false, true, true}, []bool{none.syncing, ten.syncing, thirty.syncing})
 }
 
 func TestI16_SyncNotificationsOnlyReachSyncingListeners(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newSharedProcessor(&listenerConfig{})
+		p := NewProcessor(Config{})
 		mk := func(period time.Duration) *listenerTestRecorder {
 			r := &listenerTestRecorder{}
-			p.addListener(newProcessorListener(klog.Background(), r, period, period, time.Now(), p.cfg, "test"), nil)
+			p.AddListener(p.NewListener(testListenerOptions(klog.Background(), r, period, "test", noMetrics())), nil)
 			return r
 		}
 		resyncing, quiet := mk(time.Second), mk(0)
 		stop := make(chan struct{})
 		done := make(chan struct{})
-		go func() { p.run(stop); close(done) }()
+		go func() { p.Run(stop); close(done) }()
 		pod := newTestPod("ns", "a", "1")
-		p.distributeOne(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
+		p.distributeOne(Notification{Kind: Update, Old: pod, New: pod}, true)
 		time.Sleep(time.Second)
-		p.shouldResync()
-		p.distributeOne(notification{kind: updateNotification, oldObj: pod, newObj: pod}, true)
-		p.distributeOne(notification{kind: deleteNotification, oldObj: pod}, false)
+		p.ShouldResync()
+		p.distributeOne(Notification{Kind: Update, Old: pod, New: pod}, true)
+		p.distributeOne(Notification{Kind: Delete, Old: pod}, false)
 		synctest.Wait()
 		assert.Equal(t, []string{"update ns/a@1->ns/a@1", "update ns/a@1->ns/a@1", "delete ns/a@1"}, resyncing.got())
 		assert.Equal(t, []string{"update ns/a@1->ns/a@1", "delete ns/a@1"}, quiet.got(), "initially syncing, later only non-sync")
@@ -335,28 +364,28 @@ func TestI16_SyncNotificationsOnlyReachSyncingListeners(t *testing.T) {
 
 func TestI8_EffectiveResyncPeriod(t *testing.T) {
 	lg := klog.Background()
-	assert.Equal(t, time.Duration(0), effectiveResyncPeriod(lg, 0, time.Minute))
-	assert.Equal(t, time.Duration(0), effectiveResyncPeriod(lg, time.Minute, 0), "an informer without resync never resyncs")
-	assert.Equal(t, time.Minute, effectiveResyncPeriod(lg, time.Second, time.Minute))
-	assert.Equal(t, time.Hour, effectiveResyncPeriod(lg, time.Hour, time.Minute))
+	assert.Equal(t, time.Duration(0), EffectiveResyncPeriod(lg, 0, time.Minute))
+	assert.Equal(t, time.Duration(0), EffectiveResyncPeriod(lg, time.Minute, 0), "an informer without resync never resyncs")
+	assert.Equal(t, time.Minute, EffectiveResyncPeriod(lg, time.Second, time.Minute))
+	assert.Equal(t, time.Hour, EffectiveResyncPeriod(lg, time.Hour, time.Minute))
 }
 
 func TestI10_ListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newListenerTestProcessor(0)
 		r := &listenerTestRecorder{gate: make(chan struct{})}
-		l := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "SharedIndexInformer *v1.Pod")
-		assert.Equal(t, "SharedIndexInformer *v1.Pod + event handler "+eventHandlerName(r), l.HasSyncedChecker().Name())
-		p.addListener(l, []interface{}{newTestPod("ns", "a", "1")})
+		l := p.NewListener(testListenerOptions(klog.Background(), r, 0, "SharedIndexInformer *v1.Pod", noMetrics()))
+		assert.Equal(t, "SharedIndexInformer *v1.Pod + event handler github.com/openinformer/cache/internal/fanout.listenerTestRecorder", l.HasSyncedChecker().Name())
+		p.AddListener(l, []interface{}{newTestPod("ns", "a", "1")})
 		stop := p.start()
 		r.gate <- struct{}{}
 		synctest.Wait()
 		assert.False(t, l.HasSynced(), "upstream not synced yet")
-		p.markSynced()
+		p.MarkSynced()
 		assert.True(t, l.HasSynced())
 
-		late := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "x")
-		p.addListener(late, []interface{}{newTestPod("ns", "a", "1")})
+		late := p.NewListener(testListenerOptions(klog.Background(), r, 0, "x", noMetrics()))
+		p.AddListener(late, []interface{}{newTestPod("ns", "a", "1")})
 		assert.False(t, late.HasSynced(), "initial add of a late listener still pending")
 		r.gate <- struct{}{}
 		<-late.HasSyncedChecker().Done()
@@ -365,40 +394,13 @@ func TestI10_ListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-// listenerTestMetrics captures handler lag metrics.
-type listenerTestMetrics struct {
-	pending, age atomic.Value
-	collapses    atomic.Int32
-}
-
-type listenerTestGauge struct{ v *atomic.Value }
-
-func (g listenerTestGauge) Set(f float64) { g.v.Store(f) }
-func (g listenerTestGauge) Inc()          {}
-func (g listenerTestGauge) Dec()          {}
-
-type listenerTestCounter struct{ n *atomic.Int32 }
-
-func (c listenerTestCounter) Inc() { c.n.Add(1) }
-
-func (m *listenerTestMetrics) NewPendingNotificationsMetric(InformerNameAndResource, string) GaugeMetric {
-	return listenerTestGauge{&m.pending}
-}
-func (m *listenerTestMetrics) NewOldestPendingAgeMetric(InformerNameAndResource, string) GaugeMetric {
-	return listenerTestGauge{&m.age}
-}
-func (m *listenerTestMetrics) NewBacklogCollapsesMetric(InformerNameAndResource, string) CounterMetric {
-	return listenerTestCounter{&m.collapses}
-}
-
 // newGatedLagListener is a processor with one listener reporting its lag to
 // m, whose handler waits on r.gate for every call.
 func newGatedLagListener() (*listenerTestProcessor, *listenerTestMetrics, *listenerTestRecorder) {
 	m := &listenerTestMetrics{}
 	p := newListenerTestProcessor(0)
-	p.cfg.metrics = m
 	r := &listenerTestRecorder{gate: make(chan struct{})}
-	p.listen(r)
+	p.AddListener(p.NewListener(testListenerOptions(klog.Background(), r, 0, "test", m.metrics())), nil)
 	return p, m, r
 }
 
@@ -482,7 +484,7 @@ func TestSlowHandlerWarningNamesHandlerAndIsRateLimited(t *testing.T) {
 		logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&out)))
 		p := newListenerTestProcessor(0)
 		r := &listenerTestRecorder{gate: make(chan struct{})}
-		p.addListener(newProcessorListener(logger, r, 0, 0, time.Now(), p.cfg, "test"), nil)
+		p.AddListener(p.NewListener(testListenerOptions(logger, r, 0, "test", noMetrics())), nil)
 		stop := p.start()
 		p.upsert(newTestPod("ns", "a", "1"))
 		synctest.Wait() // stuck in the first call
@@ -495,7 +497,7 @@ func TestSlowHandlerWarningNamesHandlerAndIsRateLimited(t *testing.T) {
 		time.Sleep(30 * time.Second)
 		p.upsert(newTestPod("ns", "a", "5"))
 		assert.Equal(t, 1, strings.Count(out.String(), "event handler is lagging behind"), "at most once a minute")
-		assert.Contains(t, out.String(), `handler="github.com/openinformer/cache.listenerTestRecorder" pendingNotifications=3 oldestPendingAge="10s"`)
+		assert.Contains(t, out.String(), `handler="github.com/openinformer/cache/internal/fanout.listenerTestRecorder" pendingNotifications=3 oldestPendingAge="10s"`)
 		time.Sleep(30 * time.Second)
 		p.upsert(newTestPod("ns", "a", "6"))
 		assert.Equal(t, 2, strings.Count(out.String(), "event handler is lagging behind"))
@@ -524,18 +526,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func TestSetHandlerMetricsProviderIsTheDefault(t *testing.T) {
-	SetHandlerMetricsProvider(&listenerTestMetrics{})
-	installed := handlerMetrics.provider.(*listenerTestMetrics)
-	SetHandlerMetricsProvider(&listenerTestMetrics{}) // ignored: the first call wins
-	assert.Same(t, installed, handlerMetrics.provider)
-	l := newProcessorListener(klog.Background(), &listenerTestRecorder{}, 0, 0, time.Now(), newListenerTestProcessor(0).cfg, "test")
-	assert.True(t, l.metrics.enabled)
-	before := installed.collapses.Load()
-	l.metrics.collapses.Inc()
-	assert.Equal(t, before+1, installed.collapses.Load())
-}
-
 func TestBacklogBoundCollapsesIntoResync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, m, r := newGatedLagListener()
@@ -549,7 +539,7 @@ func TestBacklogBoundCollapsesIntoResync(t *testing.T) {
 			r.gate <- struct{}{}
 		}
 		synctest.Wait()
-		p.cfg.backlogLimit = 4
+		p.cfg.BacklogLimit = 4
 		p.upsert(newTestPod("ns", "a", "2")) // in flight, blocked in the handler
 		synctest.Wait()
 		p.upsert(newTestPod("ns", "a", "3"))
@@ -601,9 +591,9 @@ func TestBacklogBoundKeepsInitialListSyncAccounting(t *testing.T) {
 			initial = append(initial, pod)
 		}
 		r := &listenerTestRecorder{}
-		l := newProcessorListener(klog.Background(), r, 0, 0, time.Now(), p.cfg, "test")
-		p.addListener(l, initial)
-		p.markSynced()
+		l := p.NewListener(testListenerOptions(klog.Background(), r, 0, "test", noMetrics()))
+		p.AddListener(l, initial)
+		p.MarkSynced()
 		assert.False(t, l.HasSynced())
 		stop := p.start()
 		synctest.Wait()
@@ -617,23 +607,23 @@ func TestBacklogBoundKeepsInitialListSyncAccounting(t *testing.T) {
 func TestRemoveListenerErrorsAndIdempotence(t *testing.T) {
 	p := newListenerTestProcessor(0)
 	l := p.listen(&listenerTestRecorder{})
-	require.NoError(t, p.removeListener(l))
+	require.NoError(t, p.RemoveListener(l))
 	<-l.ShutdownChan()
-	require.NoError(t, p.removeListener(l), "second removal is a no-op")
-	err := p.removeListener(clientcacheForeignHandle{})
+	require.NoError(t, p.RemoveListener(l), "second removal is a no-op")
+	err := p.RemoveListener(clientcacheForeignHandle{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid key type")
 }
 
 type clientcacheForeignHandle struct{}
 
-func (clientcacheForeignHandle) HasSynced() bool               { return false }
-func (clientcacheForeignHandle) HasSyncedChecker() DoneChecker { return nil }
+func (clientcacheForeignHandle) HasSynced() bool                           { return false }
+func (clientcacheForeignHandle) HasSyncedChecker() clientcache.DoneChecker { return nil }
 
 // A lagging handler's backlog is mostly notifications, so their size is
 // the backlog's memory per pending event.
 func TestNotificationTakes40Bytes(t *testing.T) {
-	assert.Equal(t, uintptr(40), unsafe.Sizeof(notification{}))
+	assert.Equal(t, uintptr(40), unsafe.Sizeof(Notification{}))
 }
 
 // Ages are right across the 32-bit wrap of the millisecond stamp.
@@ -648,7 +638,56 @@ func TestStampAgeAcrossWrap(t *testing.T) {
 }
 
 // distributeOne is distribute for a single notification.
-func (p *sharedProcessor) distributeOne(n notification, isSync bool) {
-	ns, sync := [1]notification{n}, [1]bool{isSync}
+func (p *Processor) distributeOne(n Notification, isSync bool) {
+	ns, sync := [1]Notification{n}, [1]bool{isSync}
 	p.distribute(ns[:], sync[:])
+}
+
+// listenerTestMetrics captures handler lag metrics.
+type listenerTestMetrics struct {
+	pending, age atomic.Value
+	collapses    atomic.Int32
+}
+
+type listenerTestGauge struct{ v *atomic.Value }
+
+func (g listenerTestGauge) Set(f float64) { g.v.Store(f) }
+func (g listenerTestGauge) Inc()          {}
+func (g listenerTestGauge) Dec()          {}
+
+type listenerTestCounter struct{ n *atomic.Int32 }
+
+func (c listenerTestCounter) Inc() { c.n.Add(1) }
+
+// metrics are one listener's metrics, recorded in m.
+func (m *listenerTestMetrics) metrics() Metrics {
+	return Metrics{Enabled: true, Pending: listenerTestGauge{&m.pending}, OldestAge: listenerTestGauge{&m.age}, Collapses: listenerTestCounter{&m.collapses}}
+}
+
+// newTestPod is a pod at resource version rv.
+func newTestPod(namespace, name, rv string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv}}
+}
+
+// setReallyCrash sets utilruntime.ReallyCrash for the test and restores it.
+func setReallyCrash(t *testing.T, v bool) {
+	old := utilruntime.ReallyCrash
+	utilruntime.ReallyCrash = v
+	t.Cleanup(func() { utilruntime.ReallyCrash = old })
+}
+
+// TestHandlerPanicPropagatesFromDelivery: under the default ReallyCrash a
+// handler's panic leaves the listener's delivery after PanicHandlers ran.
+func TestHandlerPanicPropagatesFromDelivery(t *testing.T) {
+	require.True(t, utilruntime.ReallyCrash)
+	var reported []interface{}
+	saved := utilruntime.PanicHandlers
+	utilruntime.PanicHandlers = []func(context.Context, interface{}){func(_ context.Context, r interface{}) { reported = append(reported, r) }}
+	defer func() { utilruntime.PanicHandlers = saved }()
+	p := newListenerTestProcessor(0)
+	l := p.NewListener(testListenerOptions(klog.Background(), &listenerTestRecorder{panicOn: "add ns/a@1 false"}, 0, "test", noMetrics()))
+	assert.PanicsWithValue(t, "handler bug on add ns/a@1 false", func() {
+		l.deliver(Notification{Kind: Add, New: newTestPod("ns", "a", "1")})
+	})
+	assert.Equal(t, []interface{}{"handler bug on add ns/a@1 false"}, reported)
 }

@@ -1,4 +1,4 @@
-package cache
+package fanout
 
 import (
 	"github.com/openinformer/cache/internal/form"
@@ -36,12 +36,12 @@ import (
 
 // readBack replaces a boxed object of n by the object, reporting false
 // when it cannot be read back: the handler is then not called.
-func (n *notification) readBack() bool {
-	b, ok := n.newObj.(*form.Box)
+func (n *Notification) readBack() bool {
+	b, ok := n.New.(*form.Box)
 	if !ok {
 		return true
 	}
-	n.newObj, ok = b.Object()
+	n.New, ok = b.Object()
 	return ok
 }
 
@@ -55,14 +55,14 @@ func (n *notification) readBack() bool {
 // what they decoded for it, as its queue of decoded objects did before
 // boxes. A change whose object cannot be read back here is left out,
 // reported by the form's view.
-func stagePreheld(ns, out []notification, boxAdds bool) []notification {
+func stagePreheld(ns, out []Notification, boxAdds bool) []Notification {
 	first, adds := -1, 0
 	for i := range ns {
-		if _, ok := ns[i].newObj.(store.Preheld); ok {
+		if _, ok := ns[i].New.(store.Preheld); ok {
 			if first < 0 {
 				first = i
 			}
-			if ns[i].kind == addNotification {
+			if ns[i].Kind == Add {
 				adds++
 			}
 		}
@@ -76,16 +76,16 @@ func stagePreheld(ns, out []notification, boxAdds bool) []notification {
 	}
 	out = append(out[:0], ns[:first]...)
 	for _, n := range ns[first:] {
-		p, ok := n.newObj.(store.Preheld)
+		p, ok := n.New.(store.Preheld)
 		switch {
 		case !ok:
-		case len(slab) > 0 && n.kind == addNotification:
+		case len(slab) > 0 && n.Kind == Add:
 			b := &slab[0]
 			slab = slab[1:]
 			p.BoxInto(b)
-			n.newObj = b
+			n.New = b
 		default:
-			if n.newObj, ok = p.View(true); !ok {
+			if n.New, ok = p.View(true); !ok {
 				continue
 			}
 		}
@@ -105,8 +105,8 @@ func stagePreheld(ns, out []notification, boxAdds bool) []notification {
 const preheldChunk = 64
 
 // chunkFor is how many of ns to hand out at once.
-func chunkFor(ns []notification) int {
-	if _, ok := ns[0].newObj.(store.Preheld); ok {
+func chunkFor(ns []Notification) int {
+	if _, ok := ns[0].New.(store.Preheld); ok {
 		return min(len(ns), preheldChunk)
 	}
 	return min(len(ns), notificationChunk)

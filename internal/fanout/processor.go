@@ -1,17 +1,6 @@
-package cache
-
-import (
-	"fmt"
-	"sync"
-	"time"
-
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
-)
-
-// How a shared informer hands notifications to its handlers.
+// Package fanout hands an informer's notifications to its handlers.
 //
-// Every handler (processorListener) owns one goroutine and a growable queue
+// Every handler (listener) owns one goroutine and a growable queue
 // guarded by a mutex. The informer appends to the queue (a whole batch under
 // one lock) and, only when the queue was empty, pokes a 1-buffered channel;
 // the goroutine takes up to listenerBatch notifications per lock and calls
@@ -21,37 +10,52 @@ import (
 // notification. Per handler, notifications arrive in distribution order;
 // handlers never wait for each other, and a listener never takes a lock of
 // the informer.
+package fanout
 
-// DefaultSlowHandlerThreshold is a SlowHandlerThreshold for a controller
-// that wants lagging handlers logged: a handler that keeps up never has a
-// notification pending this long.
-const DefaultSlowHandlerThreshold = 10 * time.Second
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
 
 const (
-	// minimumResyncPeriod is the smallest per-handler resync period honoured.
-	minimumResyncPeriod = time.Second
+	// MinimumResyncPeriod is the smallest per-handler resync period honoured.
+	MinimumResyncPeriod = time.Second
 	// slowHandlerWarnInterval rate-limits the lagging-handler warning per handler.
 	slowHandlerWarnInterval = time.Minute
 )
 
-// listenerConfig is what a sharedProcessor gives every listener.
-type listenerConfig struct {
-	clock clock.Clock
+// Config is what a processor gives every listener, fixed at construction.
+type Config struct {
+	// Clock times resyncs, lag and the pause after a panic; the real clock
+	// when nil.
+	Clock clock.Clock
+	// KeyFunc keys the objects of a collapsed backlog: the informer's
+	// store's key function, so that a boxed object's store key is its key
+	// (see form.Box, held.go). DeletionHandlingMetaNamespaceKeyFunc's rule
+	// when nil.
+	KeyFunc func(obj any) (string, error)
+	// BacklogLimit bounds a handler's backlog (0: unbounded), see backlog.go.
+	BacklogLimit int
+	// SlowThreshold is the age of a pending notification past which a
+	// handler is logged as lagging (0: never).
+	SlowThreshold time.Duration
+	// Detector, when not nil, is told of every object handed to handlers
+	// (the mutation detector). Without one, a compact informer's initial
+	// adds reach the listeners boxed.
+	Detector interface{ AddObject(obj any) }
+
 	epoch time.Time
 	// synced is closed once the informer has synced: the one record of it,
 	// which the informer's HasSynced and every registration's read.
 	synced chan struct{}
-	// keyFunc keys the objects of a collapsed backlog: the informer's
-	// store's key function, so that a boxed object's store key is its key
-	// (see form.Box, held_box.go).
-	keyFunc       KeyFunc
-	backlogLimit  int
-	slowThreshold time.Duration
-	metrics       HandlerMetricsProvider
-	id            InformerNameAndResource
 }
 
-// sharedProcessor fans notifications out to the listeners of one informer.
+// Processor fans notifications out to the listeners of one informer.
 // Sync notifications (resyncs, relists of unchanged objects) only go to the
 // listeners currently marked as syncing.
 //
@@ -59,33 +63,37 @@ type listenerConfig struct {
 // bookkeeping (requestedResync, resyncPeriod, nextResync, syncing, started).
 // Distribution holds it shared, so that adding or removing a listener never
 // interleaves with a batch; a listener's own lock nests inside it.
-type sharedProcessor struct {
-	cfg *listenerConfig
+type Processor struct {
+	cfg Config
 
 	mu        sync.RWMutex
-	listeners []*processorListener
+	listeners []*Listener
 	running   bool
 	stopped   bool
 	wg        sync.WaitGroup
 }
 
-func newSharedProcessor(cfg *listenerConfig) *sharedProcessor {
-	if cfg.clock == nil {
-		cfg.clock = clock.RealClock{}
+// NewProcessor returns a processor with no listeners, not running.
+func NewProcessor(cfg Config) *Processor {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
-	if cfg.keyFunc == nil {
-		cfg.keyFunc = DeletionHandlingMetaNamespaceKeyFunc
+	if cfg.KeyFunc == nil {
+		cfg.KeyFunc = clientcache.DeletionHandlingMetaNamespaceKeyFunc
 	}
-	cfg.epoch = cfg.clock.Now()
+	cfg.epoch = cfg.Clock.Now()
 	cfg.synced = make(chan struct{})
-	return &sharedProcessor{cfg: cfg}
+	return &Processor{cfg: cfg}
 }
 
-// addListener registers l and queues initial as its initial-list adds, all
+// Synced is closed once MarkSynced was called.
+func (p *Processor) Synced() <-chan struct{} { return p.cfg.synced }
+
+// AddListener registers l and queues initial as its initial-list adds, all
 // under the processor lock so that no notification can slip in between and
 // the informer's sync cannot be reported to l before its initial list is
 // counted. It reports whether the processor was already running.
-func (p *sharedProcessor) addListener(l *processorListener, initial []interface{}) bool {
+func (p *Processor) AddListener(l *Listener, initial []interface{}) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -95,10 +103,10 @@ func (p *sharedProcessor) addListener(l *processorListener, initial []interface{
 	}
 	p.listeners = append(p.listeners, l)
 	if len(initial) > 0 {
-		now := p.cfg.clock.Since(p.cfg.epoch)
-		chunk := make([]notification, 0, min(len(initial), notificationChunk))
+		now := p.cfg.Clock.Since(p.cfg.epoch)
+		chunk := make([]Notification, 0, min(len(initial), notificationChunk))
 		for i, obj := range initial {
-			chunk = append(chunk, notification{kind: addNotification, newObj: obj, initial: true})
+			chunk = append(chunk, Notification{Kind: Add, New: obj, Initial: true})
 			if len(chunk) == cap(chunk) || i == len(initial)-1 {
 				l.add(chunk, nil, now)
 				chunk = chunk[:0]
@@ -114,7 +122,7 @@ func (p *sharedProcessor) addListener(l *processorListener, initial []interface{
 	return p.running
 }
 
-func (p *sharedProcessor) startLocked(l *processorListener) {
+func (p *Processor) startLocked(l *Listener) {
 	l.started = true
 	p.wg.Add(1)
 	go func() {
@@ -123,10 +131,10 @@ func (p *sharedProcessor) startLocked(l *processorListener) {
 	}()
 }
 
-// removeListener stops and forgets the listener behind handle. Unknown or
+// RemoveListener stops and forgets the listener behind handle. Unknown or
 // already removed handles are ignored.
-func (p *sharedProcessor) removeListener(handle ResourceEventHandlerRegistration) error {
-	l, ok := handle.(*processorListener)
+func (p *Processor) RemoveListener(handle any) error {
+	l, ok := handle.(*Listener)
 	if !ok {
 		return fmt.Errorf(invalidHandleFormat, handle)
 	}
@@ -152,21 +160,21 @@ var invalidHandleFormat = "invalid key type %t"
 // distribute queues ns, in order, for every listener; a notification
 // marked in sync (a resync) only for the listeners due for one. sync may be
 // nil.
-func (p *sharedProcessor) distribute(ns []notification, sync []bool) {
+func (p *Processor) distribute(ns []Notification, sync []bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if len(p.listeners) == 0 {
 		return
 	}
-	now := p.cfg.clock.Since(p.cfg.epoch)
+	now := p.cfg.Clock.Since(p.cfg.epoch)
 	for _, l := range p.listeners {
 		l.add(ns, sync, now)
 	}
 }
 
-// markSynced records that the informer synced and tells every listener;
+// MarkSynced records that the informer synced and tells every listener;
 // listeners added later read it from cfg.synced.
-func (p *sharedProcessor) markSynced() {
+func (p *Processor) MarkSynced() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if isClosed(p.cfg.synced) {
@@ -188,9 +196,9 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// run starts the listeners, waits for stop, then stops them and waits until
+// Run starts the listeners, waits for stop, then stops them and waits until
 // their goroutines have exited. Pending notifications are discarded.
-func (p *sharedProcessor) run(stop <-chan struct{}) {
+func (p *Processor) Run(stop <-chan struct{}) {
 	p.mu.Lock()
 	p.running = true
 	for _, l := range p.listeners {
@@ -210,12 +218,12 @@ func (p *sharedProcessor) run(stop <-chan struct{}) {
 	p.wg.Wait()
 }
 
-// shouldResync marks which listeners are due for a resync now and reports
+// ShouldResync marks which listeners are due for a resync now and reports
 // whether any is.
-func (p *sharedProcessor) shouldResync() bool {
+func (p *Processor) ShouldResync() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.cfg.clock.Now()
+	now := p.cfg.Clock.Now()
 	due := false
 	for _, l := range p.listeners {
 		l.syncing = l.shouldResync(now)
@@ -224,19 +232,19 @@ func (p *sharedProcessor) shouldResync() bool {
 	return due
 }
 
-// resyncCheckPeriodChanged recomputes every listener's effective period.
-func (p *sharedProcessor) resyncCheckPeriodChanged(logger klog.Logger, check time.Duration) {
+// ResyncCheckPeriodChanged recomputes every listener's effective period.
+func (p *Processor) ResyncCheckPeriodChanged(logger klog.Logger, check time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, l := range p.listeners {
-		l.resyncPeriod = effectiveResyncPeriod(logger, l.requestedResync, check)
+		l.resyncPeriod = EffectiveResyncPeriod(logger, l.requestedResync, check)
 	}
 }
 
-// effectiveResyncPeriod is the period a handler gets for a requested one:
+// EffectiveResyncPeriod is the period a handler gets for a requested one:
 // none if it asked for none or the informer never resyncs, otherwise at
 // least the informer's check period.
-func effectiveResyncPeriod(logger klog.Logger, requested, check time.Duration) time.Duration {
+func EffectiveResyncPeriod(logger klog.Logger, requested, check time.Duration) time.Duration {
 	switch {
 	case requested == 0:
 		return 0

@@ -1,4 +1,4 @@
-package cache
+package fanout
 
 import (
 	"sync"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/openinformer/cache/internal/deque"
@@ -48,7 +49,7 @@ func (t *handlerSyncTracker) Name() string { return t.name }
 // Done implements DoneChecker.
 func (t *handlerSyncTracker) Done() <-chan struct{} { return t.done }
 
-// processorListener relays notifications to one handler, in order, on its
+// Listener relays notifications to one handler, in order, on its
 // own goroutine. It is also the registration handle returned to callers.
 //
 // mu guards the queue (pending, overflow), the stop channel's closing and
@@ -56,16 +57,16 @@ func (t *handlerSyncTracker) Done() <-chan struct{} { return t.done }
 // processor's lock held and by the listener's goroutine alone, and nothing
 // is locked inside it. The resync bookkeeping belongs to the processor's
 // lock; waiting and inFlight are atomics written by run without the lock.
-type processorListener struct {
-	handler ResourceEventHandler
+type Listener struct {
+	handler Handler
 	name    string
 	// logger carries the handler's name for our own warnings; panicLogger
 	// is the registration's logger as given, which client-go reports a
 	// handler's panic with, so the "Observed a panic" line matches it.
 	logger      klog.Logger
 	panicLogger klog.Logger
-	cfg         *listenerConfig
-	metrics     listenerMetrics
+	cfg         *Config
+	metrics     Metrics
 	synced      *handlerSyncTracker
 
 	// Resync bookkeeping, guarded by the processor's lock.
@@ -97,26 +98,43 @@ type processorListener struct {
 	pauseNext bool
 
 	mu       sync.Mutex
-	pending  deque.Blocks[notification]
+	pending  deque.Blocks[Notification]
 	overflow *backlogOverflow // non-nil while the backlog is collapsed
 	// Rate limits for the two warnings, in processor time.
 	lastWarn, lastCollapseLog time.Duration
 	warned, collapseLogged    bool
 }
 
-func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested, effective time.Duration, now time.Time, cfg *listenerConfig, informerChecker string) *processorListener {
-	name := eventHandlerName(h)
-	return &processorListener{
-		handler:         h,
-		name:            name,
-		logger:          logger.WithValues("handler", name),
-		panicLogger:     logger,
-		cfg:             cfg,
-		metrics:         newListenerMetrics(cfg.metrics, cfg.id, name),
-		synced:          newHandlerSyncTracker(informerChecker + " + event handler " + name),
-		requestedResync: requested,
-		resyncPeriod:    effective,
-		nextResync:      now.Add(effective),
+// ListenerOptions describe one handler's listener.
+type ListenerOptions struct {
+	// Logger is the registration's logger.
+	Logger  klog.Logger
+	Handler Handler
+	// Name names the handler in warnings and its sync checker.
+	Name string
+	// InformerChecker is the name of the informer's sync checker, which
+	// the handler's extends.
+	InformerChecker string
+	// Requested is the resync period the handler asked for, Effective the
+	// one it gets (EffectiveResyncPeriod).
+	Requested, Effective time.Duration
+	Metrics              Metrics
+}
+
+// NewListener returns a listener for o.Handler, to be added with
+// AddListener; it is also the handler's registration handle.
+func (p *Processor) NewListener(o ListenerOptions) *Listener {
+	return &Listener{
+		handler:         o.Handler,
+		name:            o.Name,
+		logger:          o.Logger.WithValues("handler", o.Name),
+		panicLogger:     o.Logger,
+		cfg:             &p.cfg,
+		metrics:         o.Metrics,
+		synced:          newHandlerSyncTracker(o.InformerChecker + " + event handler " + o.Name),
+		requestedResync: o.Requested,
+		resyncPeriod:    o.Effective,
+		nextResync:      p.cfg.Clock.Now().Add(o.Effective),
 		syncing:         true,
 		wake:            make(chan struct{}, 1),
 		stop:            make(chan struct{}),
@@ -126,19 +144,19 @@ func newProcessorListener(logger klog.Logger, h ResourceEventHandler, requested,
 
 // HasSynced reports whether the informer has synced and every initial-list
 // add queued to this handler has been delivered.
-func (l *processorListener) HasSynced() bool { return IsDone(l.synced) }
+func (l *Listener) HasSynced() bool { return isClosed(l.synced.done) }
 
 // HasSyncedChecker returns a DoneChecker for HasSynced, to use with WaitFor.
-func (l *processorListener) HasSyncedChecker() DoneChecker { return l.synced }
+func (l *Listener) HasSyncedChecker() clientcache.DoneChecker { return l.synced }
 
 // ShutdownChan is closed once the handler will not be called any more.
-func (l *processorListener) ShutdownChan() <-chan struct{} { return l.finished }
+func (l *Listener) ShutdownChan() <-chan struct{} { return l.finished }
 
 // add queues ns for the handler, in order, under one lock: a batch costs
 // the handler's goroutine one contended lock, not one per notification. A
 // notification marked in sync (a resync) is queued only if the handler is
 // due for one; sync may be nil. now is the distribution time.
-func (l *processorListener) add(ns []notification, sync []bool, now time.Duration) {
+func (l *Listener) add(ns []Notification, sync []bool, now time.Duration) {
 	l.mu.Lock()
 	if isClosed(l.stop) {
 		l.mu.Unlock()
@@ -168,8 +186,8 @@ func (l *processorListener) add(ns []notification, sync []bool, now time.Duratio
 	}
 }
 
-func (l *processorListener) queueLocked(n notification, now time.Duration) {
-	if n.kind == addNotification && n.initial {
+func (l *Listener) queueLocked(n Notification, now time.Duration) {
+	if n.Kind == Add && n.Initial {
 		n.tracked = true
 		l.synced.start()
 	}
@@ -177,8 +195,8 @@ func (l *processorListener) queueLocked(n notification, now time.Duration) {
 	switch {
 	case l.overflow != nil:
 		l.recordLocked(n)
-		l.metrics.pending.Set(float64(len(l.overflow.keys)))
-	case l.cfg.backlogLimit > 0 && l.pending.Len() >= l.cfg.backlogLimit:
+		l.metrics.Pending.Set(float64(len(l.overflow.keys)))
+	case l.cfg.BacklogLimit > 0 && l.pending.Len() >= l.cfg.BacklogLimit:
 		l.collapse(n, now)
 	default:
 		l.pending.PushBack(n)
@@ -189,12 +207,12 @@ func (l *processorListener) queueLocked(n notification, now time.Duration) {
 // when the oldest pending notification is older than the threshold. Called
 // with l.mu held, on the distributing side, so a handler stuck inside a call
 // is still reported.
-func (l *processorListener) observeLag(now time.Duration) {
+func (l *Listener) observeLag(now time.Duration) {
 	oldest, _ := l.oldestLocked() // the queue is not empty
 	age, pending := oldest.age(now), l.pending.Len()+int(l.waiting.Load())
-	l.metrics.pending.Set(float64(pending))
-	l.metrics.oldestAge.Set(age.Seconds())
-	threshold := l.cfg.slowThreshold
+	l.metrics.Pending.Set(float64(pending))
+	l.metrics.OldestAge.Set(age.Seconds())
+	threshold := l.cfg.SlowThreshold
 	if threshold <= 0 || age < threshold || (l.warned && now-l.lastWarn < slowHandlerWarnInterval) {
 		return
 	}
@@ -209,12 +227,12 @@ func (l *processorListener) observeLag(now time.Duration) {
 const listenerBatch = 64
 
 // run delivers notifications until the listener is stopped.
-func (l *processorListener) run() {
+func (l *Listener) run() {
 	defer close(l.finished)
-	if l.metrics.enabled {
+	if l.metrics.Enabled {
 		defer l.startLagRefresher()()
 	}
-	var batch [listenerBatch]notification
+	var batch [listenerBatch]Notification
 	for {
 		n, state := l.next(batch[:])
 		switch state {
@@ -246,7 +264,7 @@ const (
 )
 
 // next moves up to len(dst) queued notifications into dst.
-func (l *processorListener) next(dst []notification) (int, listenerState) {
+func (l *Listener) next(dst []Notification) (int, listenerState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if isClosed(l.stop) {
@@ -254,9 +272,9 @@ func (l *processorListener) next(dst []notification) (int, listenerState) {
 	}
 	if n := l.pending.PopFrontInto(dst); n > 0 {
 		l.markInFlight(&dst[0])
-		l.metrics.pending.Set(float64(l.pending.Len() + n - 1))
-		if l.metrics.enabled {
-			l.metrics.oldestAge.Set(dst[0].enqueued.age(l.cfg.clock.Since(l.cfg.epoch)).Seconds())
+		l.metrics.Pending.Set(float64(l.pending.Len() + n - 1))
+		if l.metrics.Enabled {
+			l.metrics.OldestAge.Set(dst[0].enqueued.age(l.cfg.Clock.Since(l.cfg.epoch)).Seconds())
 		}
 		return n, listenerReady
 	}
@@ -271,7 +289,7 @@ func (l *processorListener) next(dst []notification) (int, listenerState) {
 // deliverAll delivers ns in order, zeroing each entry so the batch buffer
 // pins nothing. It stops, returning false, once the listener is removed: a
 // removed handler is not called again, whatever it had queued.
-func (l *processorListener) deliverAll(ns []notification) bool {
+func (l *Listener) deliverAll(ns []Notification) bool {
 	for i := range ns {
 		if !l.pauseAfterPanic() {
 			clear(ns)
@@ -280,7 +298,7 @@ func (l *processorListener) deliverAll(ns []notification) bool {
 		l.markWaiting(ns[i+1:])
 		l.markInFlight(&ns[i])
 		l.pauseNext = !l.deliver(ns[i])
-		ns[i] = notification{}
+		ns[i] = Notification{}
 	}
 	return true
 }
@@ -293,12 +311,12 @@ const panicPause = time.Second
 
 // pauseAfterPanic waits panicPause if the last call panicked. It returns
 // false, at once, if the listener is or gets removed.
-func (l *processorListener) pauseAfterPanic() bool {
+func (l *Listener) pauseAfterPanic() bool {
 	if !l.pauseNext {
 		return !l.isRemoved()
 	}
 	l.pauseNext = false
-	t := l.cfg.clock.NewTimer(panicPause)
+	t := l.cfg.Clock.NewTimer(panicPause)
 	defer t.Stop()
 	select {
 	case <-l.stop:
@@ -309,7 +327,7 @@ func (l *processorListener) pauseAfterPanic() bool {
 }
 
 // markWaiting records rest, the taken notifications not yet started.
-func (l *processorListener) markWaiting(rest []notification) {
+func (l *Listener) markWaiting(rest []Notification) {
 	l.waiting.Store(int64(len(rest)))
 }
 
@@ -323,37 +341,37 @@ func (l *processorListener) markWaiting(rest []notification) {
 // unsynced forever. A boxed object is read back first (see form.Box, held_box.go), under
 // the same recovery; one that cannot be is not delivered, but an initial
 // add counts as delivered all the same.
-func (l *processorListener) deliver(n notification) (returned bool) {
+func (l *Listener) deliver(n Notification) (returned bool) {
 	if n.tracked {
 		defer l.synced.finish(1)
 	}
 	defer utilruntime.HandleCrashWithLogger(l.panicLogger)
 	if n.readBack() {
-		n.callOn(l.handler)
+		n.CallOn(l.handler)
 	}
 	return true
 }
 
 // isRemoved reports whether the handler must not be called any more.
-func (l *processorListener) isRemoved() bool { return isClosed(l.stop) }
+func (l *Listener) isRemoved() bool { return isClosed(l.stop) }
 
 // shutdown stops delivery and drops what is pending; an in-flight handler
 // call finishes on its own.
-func (l *processorListener) shutdown() {
+func (l *Listener) shutdown() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if isClosed(l.stop) {
 		return
 	}
 	close(l.stop)
-	l.pending = deque.Blocks[notification]{}
+	l.pending = deque.Blocks[Notification]{}
 	l.overflow = nil
 	l.metrics.idle()
 }
 
 // shouldResync reports whether the listener is due for a resync at now and,
 // if so, schedules the next one. Called with the processor lock held.
-func (l *processorListener) shouldResync(now time.Time) bool {
+func (l *Listener) shouldResync(now time.Time) bool {
 	if l.resyncPeriod == 0 || now.Before(l.nextResync) {
 		return false
 	}

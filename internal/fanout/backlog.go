@@ -1,10 +1,11 @@
-package cache
+package fanout
 
 import (
 	"sort"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/internal/deque"
 )
@@ -39,19 +40,19 @@ type keyState struct {
 // backlogOverflow is a collapsed backlog; its memory is bounded by the
 // number of distinct keys, not by the number of events.
 type backlogOverflow struct {
-	keyFunc KeyFunc
+	keyFunc func(any) (string, error)
 	keys    map[string]keyState
 	// initialOutstanding counts discarded initial-list adds whose sync
 	// tracking is settled once the resync was delivered.
 	initialOutstanding int64
 }
 
-func newBacklogOverflow(keyFunc KeyFunc) *backlogOverflow {
+func newBacklogOverflow(keyFunc func(any) (string, error)) *backlogOverflow {
 	return &backlogOverflow{keyFunc: keyFunc, keys: map[string]keyState{}}
 }
 
 // record folds n into the key's state; it reports an object without a key.
-func (o *backlogOverflow) record(n notification) error {
+func (o *backlogOverflow) record(n Notification) error {
 	if n.tracked {
 		o.initialOutstanding++
 	}
@@ -61,16 +62,16 @@ func (o *backlogOverflow) record(n notification) error {
 	}
 	st, seen := o.keys[key]
 	if !seen {
-		switch n.kind {
-		case addNotification:
-			st.initial = n.initial
-		case updateNotification:
-			st.obj, st.present = n.oldObj, true
-		case deleteNotification:
-			st.present, st.deletion = true, n.oldObj
+		switch n.Kind {
+		case Add:
+			st.initial = n.Initial
+		case Update:
+			st.obj, st.present = n.Old, true
+		case Delete:
+			st.present, st.deletion = true, n.Old
 		}
 	}
-	st.latest, st.exists = n.newObj, n.kind != deleteNotification
+	st.latest, st.exists = n.New, n.Kind != Delete
 	o.keys[key] = st
 	return nil
 }
@@ -92,27 +93,27 @@ func (o *backlogOverflow) keyOf(obj interface{}) (string, error) {
 // before and now → update from the old to the latest object; only now →
 // add; only before → delete with a DeletedFinalStateUnknown tombstone
 // holding the old object (the final state was not observed).
-func (o *backlogOverflow) reconcile() []notification {
+func (o *backlogOverflow) reconcile() []Notification {
 	keys := make([]string, 0, len(o.keys))
 	for k := range o.keys {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	notes := make([]notification, 0, len(keys))
+	notes := make([]Notification, 0, len(keys))
 	for _, k := range keys {
 		st := o.keys[k]
 		switch {
 		case st.deletion != nil:
-			notes = append(notes, notification{kind: deleteNotification, oldObj: st.deletion})
+			notes = append(notes, Notification{Kind: Delete, Old: st.deletion})
 			if st.exists {
-				notes = append(notes, notification{kind: addNotification, newObj: st.latest})
+				notes = append(notes, Notification{Kind: Add, New: st.latest})
 			}
 		case st.exists && st.present:
-			notes = append(notes, notification{kind: updateNotification, oldObj: st.obj, newObj: st.latest})
+			notes = append(notes, Notification{Kind: Update, Old: st.obj, New: st.latest})
 		case st.exists:
-			notes = append(notes, notification{kind: addNotification, newObj: st.latest, initial: st.initial})
+			notes = append(notes, Notification{Kind: Add, New: st.latest, Initial: st.initial})
 		case st.present:
-			notes = append(notes, notification{kind: deleteNotification, oldObj: DeletedFinalStateUnknown{Key: k, Obj: st.obj}})
+			notes = append(notes, Notification{Kind: Delete, Old: clientcache.DeletedFinalStateUnknown{Key: k, Obj: st.obj}})
 		}
 	}
 	return notes
@@ -120,10 +121,10 @@ func (o *backlogOverflow) reconcile() []notification {
 
 // recordLocked folds n into the listener's collapsed backlog. Called with
 // l.mu held.
-func (l *processorListener) recordLocked(n notification) {
+func (l *Listener) recordLocked(n Notification) {
 	if err := l.overflow.record(n); err != nil {
 		// The cache could not have stored such an object either.
-		utilruntime.HandleErrorWithLogger(l.logger, err, "Dropping notification without a key from a collapsed backlog")
+		utilruntime.HandleErrorWithLogger(l.logger, err, "Dropping Notification without a key from a collapsed backlog")
 	}
 }
 
@@ -131,8 +132,8 @@ func (l *processorListener) recordLocked(n notification) {
 // backlogOverflow. Every collapse is counted; the warning is logged at most
 // once per interval, since a handler that stays slow collapses repeatedly.
 // Called with l.mu held; now is the distribution time.
-func (l *processorListener) collapse(n notification, now time.Duration) {
-	l.overflow = newBacklogOverflow(l.cfg.keyFunc)
+func (l *Listener) collapse(n Notification, now time.Duration) {
+	l.overflow = newBacklogOverflow(l.cfg.KeyFunc)
 	for {
 		old, ok := l.pending.PopFront()
 		if !ok {
@@ -141,20 +142,20 @@ func (l *processorListener) collapse(n notification, now time.Duration) {
 		l.recordLocked(old)
 	}
 	l.recordLocked(n)
-	l.pending = deque.Blocks[notification]{}
-	l.metrics.collapses.Inc()
-	l.metrics.pending.Set(float64(len(l.overflow.keys)))
+	l.pending = deque.Blocks[Notification]{}
+	l.metrics.Collapses.Inc()
+	l.metrics.Pending.Set(float64(len(l.overflow.keys)))
 	if l.collapseLogged && now-l.lastCollapseLog < slowHandlerWarnInterval {
 		return
 	}
 	l.collapseLogged, l.lastCollapseLog = true, now
 	l.logger.Info("Warning: event handler backlog reached its limit; it will get a resync of the current cache state instead",
-		"limit", l.cfg.backlogLimit, "keys", len(l.overflow.keys))
+		"limit", l.cfg.BacklogLimit, "keys", len(l.overflow.keys))
 }
 
 // deliverResync turns the collapsed backlog into one notification per
 // touched key and delivers them, stopping early if the listener is removed.
-func (l *processorListener) deliverResync() {
+func (l *Listener) deliverResync() {
 	l.mu.Lock()
 	ov := l.overflow
 	l.overflow = nil

@@ -1,28 +1,39 @@
-package cache
+package fanout
 
-import "time"
+import (
+	"time"
+
+	clientcache "k8s.io/client-go/tools/cache"
+)
+
+// Handler is what a listener calls: client-go's ResourceEventHandler.
+type Handler = clientcache.ResourceEventHandler
 
 // notificationChunk is how many notifications are handed to listeners at
 // once when many arrive together (a relist, a late handler's initial adds),
 // so that a handler is not kept waiting for the whole lot.
 const notificationChunk = 1024
 
-type notificationKind uint8
+// Kind is which handler method a notification stands for.
+type Kind uint8
 
+// The three kinds of notification, one per handler method.
 const (
-	addNotification notificationKind = iota
-	updateNotification
-	deleteNotification
+	Add Kind = iota
+	Update
+	Delete
 )
 
-// notification is one handler call waiting to happen: what the store side
-// produces for a change (see batchNotifier) and what a listener queues.
-// Kept by value in the queue, so distributing it allocates nothing.
-type notification struct {
-	oldObj, newObj interface{}
-	kind           notificationKind
-	// initial is the isInInitialList flag of an add.
-	initial bool
+// Notification is one handler call waiting to happen: what the store side
+// produces for a change and what a listener queues. Kept by value in the
+// queue, so distributing it allocates nothing.
+type Notification struct {
+	// Old and New are the call's objects: New for an add, both for an
+	// update, Old for a delete.
+	Old, New any
+	Kind     Kind
+	// Initial is the isInInitialList flag of an add.
+	Initial bool
 	// tracked marks an initial add counted in the handler's sync tracker.
 	tracked bool
 	// enqueued is when it was distributed.
@@ -31,11 +42,11 @@ type notification struct {
 
 // object is the object n leaves behind for its key: the new one, or for a
 // delete the last one known.
-func (n *notification) object() interface{} {
-	if n.kind == deleteNotification {
-		return n.oldObj
+func (n *Notification) object() any {
+	if n.Kind == Delete {
+		return n.Old
 	}
-	return n.newObj
+	return n.New
 }
 
 // stamp is a distribution time in milliseconds since the processor's
@@ -53,14 +64,14 @@ func (s stamp) age(now time.Duration) time.Duration {
 	return time.Duration(stampAt(now)-s) * time.Millisecond
 }
 
-// callOn makes the handler call n stands for.
-func (n *notification) callOn(h ResourceEventHandler) {
-	switch n.kind {
-	case addNotification:
-		h.OnAdd(n.newObj, n.initial)
-	case updateNotification:
-		h.OnUpdate(n.oldObj, n.newObj)
-	case deleteNotification:
-		h.OnDelete(n.oldObj)
+// CallOn makes the handler call n stands for.
+func (n *Notification) CallOn(h Handler) {
+	switch n.Kind {
+	case Add:
+		h.OnAdd(n.New, n.Initial)
+	case Update:
+		h.OnUpdate(n.Old, n.New)
+	case Delete:
+		h.OnDelete(n.Old)
 	}
 }
