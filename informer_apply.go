@@ -19,16 +19,15 @@ type deltaApplier struct {
 	// tell hands a batch's changes on, in order: to the shared informer's
 	// fan-out, or to a single handler (tellHandler).
 	tell func([]fanout.Notification)
-	// committed, when set, is told each batch of writes the store
-	// committed (a warm restart's journal).
-	committed committedFunc
+	// applied, when set, is told each batch of deltas the store applied,
+	// or could not (a warm restart's journal).
+	applied appliedFunc
 }
 
 // newDeltaApplier returns the applier of deltas to store, telling tell
-// what changed and committed (if not nil) what each batch of writes
-// committed.
-func newDeltaApplier(logger klog.Logger, store *cache, tell func([]fanout.Notification), committed committedFunc) deltaApplier {
-	return deltaApplier{logger: logger, store: store, tell: tell, committed: committed}
+// what changed and applied (if not nil) how each batch went.
+func newDeltaApplier(logger klog.Logger, store *cache, tell func([]fanout.Notification), applied appliedFunc) deltaApplier {
+	return deltaApplier{logger: logger, store: store, tell: tell, applied: applied}
 }
 
 // tellHandler tells h each change, in order.
@@ -46,7 +45,7 @@ var errNotDeltas = errors.New("object given as Process argument is not Deltas")
 func (a deltaApplier) process(obj interface{}, isInInitialList bool) error {
 	deltas, ok := obj.(Deltas)
 	if !ok {
-		return errNotDeltas
+		return a.refused(nil, errNotDeltas)
 	}
 	return a.apply(deltas, isInInitialList)
 }
@@ -66,9 +65,17 @@ func (a deltaApplier) apply(deltas Deltas, isInInitialList bool) error {
 // and the handler is told, afterwards, about the writes that succeeded.
 func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 	if err := batchable(deltas); err != nil {
-		return err
+		return a.refused(deltas, err)
 	}
 	return a.applyAndTell(deltas, isInInitialList)
+}
+
+// refused tells applied of deltas the store was not given, and returns err.
+func (a deltaApplier) refused(deltas []Delta, err error) error {
+	if a.applied != nil {
+		a.applied(deltas, nil, err)
+	}
+	return err
 }
 
 // applyAndTell has the store apply deltas and tells the handler what
@@ -76,7 +83,7 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 func (a deltaApplier) applyAndTell(deltas []Delta, isInInitialList bool) error {
 	buf := getChangeBuffer()
 	defer buf.release()
-	changes, dropped, err := a.store.applyDeltas(deltas, isInInitialList, buf.changes, a.committed)
+	changes, dropped, err := a.store.applyDeltas(deltas, isInInitialList, buf.changes, a.applied)
 	buf.changes = changes
 	for _, d := range dropped {
 		identity, cause := withoutObject(d)

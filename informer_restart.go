@@ -79,8 +79,6 @@ type restarter struct {
 	// journalFramed its framed indexes' positions.
 	journalSet    *store.IndexerSet
 	journalFramed []int
-	// journalErr is the store hook's failure, for journalBatch to act on.
-	journalErr error
 	// Buffers reused from change to change.
 	journalBuf, journalFrame []byte
 	journalVals              [][]string

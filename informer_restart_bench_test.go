@@ -15,6 +15,7 @@ import (
 
 	"github.com/openinformer/cache/fake"
 	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // BenchmarkRestart10kPods starts an informer of 10k realistic pods on
@@ -128,11 +129,12 @@ func journalingInformer(tb testing.TB, compactStore, journal bool) (*sharedIndex
 // applyAndJournal applies deltas to inf's store and journals them, as the
 // informer's ProcessBatch does.
 func applyAndJournal(tb testing.TB, inf *sharedIndexInformer, deltas []Delta) {
-	_, _, err := inf.indexer.applyDeltas(deltas, false, nil, inf.restart.journalWrites)
-	if err != nil {
+	journal := func(deltas []Delta, writes store.Committed, err error) {
+		inf.restart.journalApplied(klog.Background(), deltas, writes, err)
+	}
+	if _, _, err := inf.indexer.applyDeltas(deltas, false, nil, journal); err != nil {
 		tb.Fatal(err)
 	}
-	inf.restart.journalApplied(klog.Background(), deltas, err)
 }
 
 // BenchmarkStop100kPods is the stop of an informer of 100k realistic pods

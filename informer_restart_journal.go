@@ -92,7 +92,7 @@ func (r *restarter) commitJournal(logger klog.Logger, j *snapshot.JournalWriter,
 func (r *restarter) stopJournalLocked() {
 	if r.journal != nil {
 		_ = r.journal.Close()
-		r.journal, r.journalErr, r.journalOnDisk = nil, nil, false
+		r.journal, r.journalOnDisk = nil, false
 	}
 }
 
@@ -119,39 +119,13 @@ func (r *restarter) syncJournalAtStop(logger klog.Logger) bool {
 	return true
 }
 
-// journalBatch ends the journaling of a batch of deltas just applied: the
-// store's hook (journalWrites) appended its writes; a bookmark's progress
-// is appended here, and the batch flushed. A relist, or a write the hook
-// could not journal, stops the journal; a warm start's hand-over does
-// not, its content being the one journaled. Call with blockDeltas held.
-func (r *restarter) journalBatch(logger klog.Logger, deltas []Delta) {
-	handOver := r.handOver
-	r.handOver = ""
-	if r.journal == nil {
-		return
-	}
-	err := r.journalErr
-	for i := 0; err == nil && i < len(deltas); i++ {
-		err = r.journalDelta(deltas[i], handOver)
-	}
-	if err == nil {
-		err = r.journal.Flush()
-	}
-	if err != nil {
-		if !errors.Is(err, errJournalStops) {
-			logger.Error(err, "Snapshot journal stopped", "path", r.opts.Path)
-		}
-		r.stopJournalLocked()
-	}
-}
-
 // errJournalStops is a delta after which the journal cannot go on.
 var errJournalStops = errors.New("the journal stops here")
 
-// journalDelta journals what the store's hook did not: a bookmark's
-// progress. Writes are the hook's; the Replace of a warm start's
-// hand-over, at version handOver, is journaled already; any other delta is
-// a relist.
+// journalDelta journals what the store's record of writes does not: a
+// bookmark's progress. Writes are journaled from that record; the Replace
+// of a warm start's hand-over, at version handOver, is journaled already;
+// any other delta is a relist.
 func (r *restarter) journalDelta(d Delta, handOver string) error {
 	switch d.Type {
 	case ReplacedAll:
@@ -172,20 +146,44 @@ func (r *restarter) journalDelta(d Delta, handOver string) error {
 	}
 }
 
-// journalWrites is told each batch the store commits (the deltaApplier's
-// committed): it appends the
-// writes of a batch of deltas the store just committed, each Put with the
-// value the store now holds (a compact store's encoding as it is, not
-// encoded again; a plain store's object, encoded once) and its index
-// values as the store computed them. Superseded writes are journaled too,
-// so that every prefix of the journal is a state the server had. A batch
-// not committed whole, a relist's or a tombstone stops the journal, at
-// journalBatch, which runs next under the same blockDeltas.
-func (r *restarter) journalWrites(deltas []Delta, b store.Committed) {
-	if r.journal == nil || r.journalErr != nil {
+// journalApplied is the restarter's one observer of the pipeline, told
+// with blockDeltas held of each batch of deltas the informer applied: the
+// store's read-only record of its writes (nil for a delta about the whole
+// store) and the batch's error. It appends the batch's writes, each Put
+// with the value the store now holds (a compact store's encoding as it
+// is, not encoded again; a plain store's object, encoded once) and its
+// index values as the store computed them, then a bookmark's progress,
+// and flushes. Superseded writes are journaled too, so that every prefix
+// of the journal is a state the server had. A batch the store did not
+// apply whole ends the journal, which could not tell which of its changes
+// hold; so do a relist, a tombstone and a write it cannot journal. A warm
+// start's hand-over does not, its content being the one journaled.
+func (r *restarter) journalApplied(logger klog.Logger, deltas []Delta, writes store.Committed, applyErr error) {
+	if applyErr != nil {
+		r.stopJournalLocked()
 		return
 	}
-	r.journalErr = r.appendWrites(deltas, b)
+	handOver := r.handOver
+	r.handOver = ""
+	if r.journal == nil {
+		return
+	}
+	var err error
+	if writes != nil {
+		err = r.appendWrites(deltas, writes)
+	}
+	for i := 0; err == nil && i < len(deltas); i++ {
+		err = r.journalDelta(deltas[i], handOver)
+	}
+	if err == nil {
+		err = r.journal.Flush()
+	}
+	if err != nil {
+		if !errors.Is(err, errJournalStops) {
+			logger.Error(err, "Snapshot journal stopped", "path", r.opts.Path)
+		}
+		r.stopJournalLocked()
+	}
 }
 
 func (r *restarter) appendWrites(deltas []Delta, b store.Committed) error {
@@ -367,17 +365,6 @@ func (r *restarter) continueJournal(logger klog.Logger, h snapshot.Header, j *sn
 	defer r.blockDeltas.Unlock()
 	r.stopJournalLocked()
 	r.useJournalLocked(w, set, true)
-}
-
-// journalApplied records a batch of deltas just applied; a batch the
-// store did not apply whole (applyErr) ends the journal, which could not
-// tell which of its changes hold. Call with blockDeltas held.
-func (r *restarter) journalApplied(logger klog.Logger, deltas []Delta, applyErr error) {
-	if applyErr != nil {
-		r.stopJournalLocked()
-		return
-	}
-	r.journalBatch(logger, deltas)
 }
 
 // abandonJournal ends j, the journal of a snapshot whose write failed, and

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/openinformer/cache/internal/fanout"
+	"github.com/openinformer/cache/internal/store"
 )
 
 // SharedIndexInformerOptions configures NewSharedIndexInformerWithOptions.
@@ -313,17 +314,19 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 		metricsProvider: s.metricsProvider,
 	})
 	lw := NewShardedListWatch(s.lw, s.shardSelector)
-	var committed committedFunc
+	var applied appliedFunc
 	var warmStart warmStartFunc
-	var journal func(klog.Logger, []Delta, error)
 	if s.snapshot != nil {
 		s.restart = newRestarter(logger, s, lw, *s.snapshot)
 	}
-	if s.restart != nil {
-		committed, warmStart, journal = s.restart.journalWrites, s.restart.warmStart, s.restart.journalApplied
+	if r := s.restart; r != nil {
+		warmStart = r.warmStart
+		applied = func(deltas []Delta, writes store.Committed, err error) {
+			r.journalApplied(qlogger, deltas, writes, err)
+		}
 	}
 	hooks := reflectorHooks{warmStart: warmStart, prehold: prehold}
-	apply := newDeltaApplier(qlogger, s.indexer, s.processor.Notify, committed)
+	apply := newDeltaApplier(qlogger, s.indexer, s.processor.Notify, applied)
 	ctrl := newController(&Config{
 		Queue:             queue,
 		ListerWatcher:     lw,
@@ -334,21 +337,12 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 		Process: func(obj interface{}, isInInitialList bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
-			err := apply.process(obj, isInInitialList)
-			if journal != nil {
-				deltas, _ := obj.(Deltas)
-				journal(qlogger, deltas, err)
-			}
-			return err
+			return apply.process(obj, isInInitialList)
 		},
 		ProcessBatch: func(deltas []Delta, isInInitialList bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
-			err := apply.processBatch(deltas, isInInitialList)
-			if journal != nil {
-				journal(qlogger, deltas, err)
-			}
-			return err
+			return apply.processBatch(deltas, isInInitialList)
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}, s.clock, hooks)

@@ -14,9 +14,11 @@ import (
 // versus update by what it held, never by the delta type. The informer
 // then hands the changes to its handlers; the store knows nothing of them.
 
-// committedFunc is told each batch of write deltas the store committed,
-// with its change record (a warm restart's journal).
-type committedFunc func([]Delta, store.Committed)
+// appliedFunc is told each batch of deltas the store applied (a warm
+// restart's journal): the store's read-only record of the batch's writes,
+// valid only during the call (nil for a delta about the whole store), and
+// the batch's error.
+type appliedFunc func(deltas []Delta, writes store.Committed, err error)
 
 // unbatchableFormat keeps client-go's capitalised error text.
 var unbatchableFormat = "Delta type %s is not supported in batch processing"
@@ -33,19 +35,23 @@ func batchable(deltas []Delta) error {
 
 // applyDeltas applies deltas in order and appends to changes what each
 // did. deltas is either one delta of any type or writes only (the caller
-// checks with batchable), applied in one transaction, whose record is told
-// to committed when it is set. Objects of a relist that could not be
+// checks with batchable), applied in one transaction; applied, when set, is
+// told the outcome once, with the transaction's record. Objects of a relist that could not be
 // stored are returned in dropped, for the caller to report. err says which
 // deltas failed; one failure costs no other delta of a batch, and a failed
 // delta gives no change. The store's transformer is not applied (the
 // informer's queue transforms); a single failed write returns its own
 // error, a batch's failures one error naming them.
-func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []fanout.Notification, committed committedFunc) ([]fanout.Notification, []error, error) {
+func (c *cache) applyDeltas(deltas []Delta, isInInitialList bool, changes []fanout.Notification, applied appliedFunc) ([]fanout.Notification, []error, error) {
 	if len(deltas) == 1 && !isBatchable(deltas[0].Type) {
-		return c.applyWhole(deltas[0], isInInitialList, changes)
+		changes, dropped, err := c.applyWhole(deltas[0], isInInitialList, changes)
+		if applied != nil {
+			applied(deltas, nil, err)
+		}
+		return changes, dropped, err
 	}
-	changes, txErr := c.applyWrites(deltas, isInInitialList, changes, committed)
-	return changes, nil, batchError(len(deltas), txErr)
+	changes, err := c.applyWrites(deltas, isInInitialList, changes, applied)
+	return changes, nil, err
 }
 
 // batchError words the failures of a batch of n write deltas as client-go
@@ -124,7 +130,7 @@ func (c *cache) applyReplacedAll(info ReplacedAllInfo, isInInitialList bool, cha
 // Each key and its prior are read in one lookup before the transaction,
 // which takes the prior instead of reading it again (with compact storage,
 // a hot-cache lookup or a decode).
-func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []fanout.Notification, committed committedFunc) ([]fanout.Notification, *TransactionError) {
+func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []fanout.Notification, applied appliedFunc) ([]fanout.Notification, error) {
 	b := store.GetBatch(len(deltas))
 	defer b.Release()
 	b.ByName = c.metaKeys
@@ -137,15 +143,16 @@ func (c *cache) applyWrites(deltas []Delta, isInInitialList bool, changes []fano
 		b.Add(key, typ, d.Object, old, err)
 	}
 	c.storage.Apply(b)
-	if committed != nil {
-		committed(deltas, b)
+	err := batchError(len(deltas), b.TransactionError())
+	if applied != nil {
+		applied(deltas, b, err)
 	}
 	for i := range b.Len() {
 		if b.Err(i) == nil {
 			changes = append(changes, changeOf(b, i, isInInitialList))
 		}
 	}
-	return changes, b.TransactionError()
+	return changes, err
 }
 
 // changeOf is what write i of a committed batch tells an informer's
