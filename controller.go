@@ -30,7 +30,9 @@ type controller struct {
 }
 
 // New returns a Controller for a copy of c. Nothing runs until Run.
-func New(c *Config) Controller { return newController(c, clock.RealClock{}, reflectorHooks{}) }
+func New(c *Config) Controller {
+	return newController(c, clock.RealClock{}, reflectorHooks{queue: pretransformedOf(c.Queue)})
+}
 
 // newController is New with the clock its Reflector runs on and the
 // Reflector's hooks.

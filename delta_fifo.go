@@ -172,11 +172,17 @@ func (f *DeltaFIFO) Replace(list []interface{}, _ string) error {
 	return nil
 }
 
-// replaceTransformed is Replace for a list the queue's transformer has
-// already run on; see pretransformedQueue.
-func (f *DeltaFIFO) replaceTransformed(list []interface{}, _ string) error {
-	f.replace(list, nil)
-	return nil
+// pretransformed is how f takes a list its transformer has already run
+// on, such as a watch-list stream's initial state.
+func (f *DeltaFIFO) pretransformed() *pretransformed {
+	return &pretransformed{
+		transform: f.transformer,
+		replace: func(list []interface{}, _ string) error {
+			f.replace(list, nil)
+			return nil
+		},
+		leaveOut: f.leaveOutStreamed,
+	}
 }
 
 // leaveOut reports err, the failure of one object of a relist, which is left

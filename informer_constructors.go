@@ -100,7 +100,7 @@ func newInformerController(store *cache, options InformerOptions) Controller {
 	if handler == nil {
 		handler = ResourceEventHandlerFuncs{}
 	}
-	qlogger, queue, prehold := newInformerQueue(informerQueueOptions{
+	qlogger, queue, hooks := newInformerQueue(informerQueueOptions{
 		logger:          logger,
 		objectType:      options.ObjectType,
 		store:           store,
@@ -118,5 +118,5 @@ func newInformerController(store *cache, options InformerOptions) Controller {
 		MinWatchTimeout:  options.MinWatchTimeout,
 		Process:          apply.process,
 		ProcessBatch:     apply.processBatch,
-	}, clock.RealClock{}, reflectorHooks{prehold: prehold})
+	}, clock.RealClock{}, hooks)
 }

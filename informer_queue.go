@@ -25,8 +25,9 @@ type informerQueueOptions struct {
 // while processing per UnlockWhileProcessingFIFO; without it a RealFIFO that
 // consults the store. InOrderInformers, which could once select a DeltaFIFO,
 // is locked on in client-go v0.37.2. It also returns the queue's logger and
-// the prehold for the Reflector: opts.prehold for an atomic queue, else nil.
-func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue, preholdFunc) {
+// the Reflector's hooks: how the queue takes objects already transformed,
+// and the prehold, opts.prehold for an atomic queue, else nil.
+func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue, reflectorHooks) {
 	gates := clientfeatures.FeatureGates()
 	logger := opts.logger
 	ro := RealFIFOOptions{
@@ -52,5 +53,5 @@ func newInformerQueue(opts informerQueueOptions) (klog.Logger, Queue, preholdFun
 		prehold = opts.prehold
 	}
 	f := NewRealFIFOWithOptions(ro)
-	return f.logger, f, prehold
+	return f.logger, f, reflectorHooks{queue: f.pretransformed(), prehold: prehold}
 }

@@ -209,9 +209,7 @@ func snapshotIdentity(s *sharedIndexInformer, lw ListerWatcher, options Snapshot
 	}
 	scope := options.Scope
 	if scope == nil {
-		if sc, ok := lw.(snapshotScoper); ok {
-			scope = sc.snapshotScope()
-		}
+		scope = listWatchScope(lw)
 	}
 	if scope == nil {
 		return snapshot.Header{}, fmt.Errorf("no SnapshotOptions.Scope, and the ListerWatcher (%T) was not made by NewListWatchFromClient or NewFilteredListWatchFromClient", lw)
@@ -224,9 +222,6 @@ func snapshotIdentity(s *sharedIndexInformer, lw ListerWatcher, options Snapshot
 	}
 	return h, nil
 }
-
-// snapshotScoper is a ListerWatcher that knows its scope.
-type snapshotScoper interface{ snapshotScope() *SnapshotScope }
 
 // snapshotResource is the resource of example: its kind as set, else as
 // the scheme knows its type, made plural the way kubectl guesses.

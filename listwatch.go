@@ -52,6 +52,15 @@ func (lw *ListWatch) snapshotScope() *SnapshotScope {
 	return lw.scope()
 }
 
+// listWatchScope is the scope lw was made for when it is a ListWatch that
+// knows it (NewFilteredListWatchFromClient's), else nil.
+func listWatchScope(lw ListerWatcher) *SnapshotScope {
+	if l, ok := lw.(*ListWatch); ok {
+		return l.snapshotScope()
+	}
+	return nil
+}
+
 var (
 	_ ListerWatcher            = &ListWatch{}
 	_ ListerWatcherWithContext = &ListWatch{}

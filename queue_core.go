@@ -102,3 +102,31 @@ func (s *queueSync) check() {
 		close(s.done)
 	}
 }
+
+// pretransformed is how a queue of this package takes objects its
+// transformer has already run on (a watch-list stream's, a held LIST's, a
+// warm start's), so that each object is transformed once: as it arrives,
+// to keep the collected state small. The queue builds it
+// (RealFIFO.pretransformed, DeltaFIFO.pretransformed), and whoever built
+// the queue hands it to the Reflector's constructor (reflectorHooks).
+type pretransformed struct {
+	transform TransformFunc
+	// replace is the queue's Replace without running the transformer.
+	replace func(list []interface{}, resourceVersion string) error
+	// leaveOut reports an object whose transform failed; it is left out.
+	leaveOut func(obj interface{}, err error)
+}
+
+// pretransformedOf is how store takes objects already transformed when it
+// is one of this package's queues, built by their public constructors'
+// callers around it; nil for any other store. Informers hand theirs to
+// the constructor instead (newInformerQueue).
+func pretransformedOf(store ReflectorStore) *pretransformed {
+	switch q := store.(type) {
+	case *RealFIFO:
+		return q.pretransformed()
+	case *DeltaFIFO:
+		return q.pretransformed()
+	}
+	return nil
+}

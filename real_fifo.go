@@ -232,11 +232,16 @@ func (f *RealFIFO) Replace(list []interface{}, resourceVersion string) error {
 	return f.replace(list, resourceVersion, f.transformer)
 }
 
-// replaceTransformed is Replace for a list the queue's transformer has
-// already run on, such as a watch-list stream's initial state; see
-// pretransformedQueue.
-func (f *RealFIFO) replaceTransformed(list []interface{}, resourceVersion string) error {
-	return f.replace(list, resourceVersion, nil)
+// pretransformed is how f takes a list its transformer has already run
+// on, such as a watch-list stream's initial state.
+func (f *RealFIFO) pretransformed() *pretransformed {
+	return &pretransformed{
+		transform: f.transformer,
+		replace: func(list []interface{}, rv string) error {
+			return f.replace(list, rv, nil)
+		},
+		leaveOut: f.leaveOutStreamed,
+	}
 }
 
 func (f *RealFIFO) replace(list []interface{}, resourceVersion string, transform TransformFunc) error {

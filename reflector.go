@@ -78,6 +78,9 @@ type Reflector struct {
 	// prehold, given by an informer, holds a compact store's objects of a
 	// list as they arrive; nil keeps them as they are.
 	prehold preholdFunc
+	// queue, when the store is a queue of this package, takes objects
+	// already transformed; nil for any other store.
+	queue *pretransformed
 
 	mu      sync.RWMutex
 	machine *reflectorfsm.Machine
@@ -147,7 +150,7 @@ func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, 
 // accepts anything. Whether watch-list streaming is tried first is decided
 // here, from the WatchListClient feature gate and lw's opt-out.
 func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
-	return newReflector(lw, expectedType, store, options, reflectorHooks{})
+	return newReflector(lw, expectedType, store, options, reflectorHooks{queue: pretransformedOf(store)})
 }
 
 // reflectorHooks is what an informer's controller gives its Reflector;
@@ -159,6 +162,9 @@ type reflectorHooks struct {
 	// the store's form as they arrive (store.Preheld), for its atomic
 	// RealFIFO to carry to the store in one ReplacedAll.
 	prehold preholdFunc
+	// queue is how the store, a queue of this package, takes objects
+	// already transformed (pretransformed); nil for another store.
+	queue *pretransformed
 }
 
 // newReflector is NewReflectorWithOptions for an informer's controller,
@@ -186,6 +192,7 @@ func newReflector(lw ListerWatcher, expectedType interface{}, store ReflectorSto
 		watchErrorHandler: DefaultWatchErrorHandler,
 		warmStart:         hooks.warmStart,
 		prehold:           hooks.prehold,
+		queue:             hooks.queue,
 	}
 	r.rvUpdater, _ = store.(ResourceVersionUpdater)
 	r.noListerWatcher = reportNilListerWatcher(lw)

@@ -36,7 +36,7 @@ import (
 
 // listHolder holds the objects of one LIST for a preholding queue.
 type listHolder struct {
-	queue     pretransformedQueue
+	queue     *pretransformed
 	transform TransformFunc
 	prehold   preholdFunc
 	items     []interface{}
@@ -53,12 +53,11 @@ type leftOutObject struct {
 
 // newListHolder returns the holder for a LIST into store, nil when the
 // store does not hold objects ahead (not a compact informer's queue).
-func newListHolder(store ReflectorStore, prehold preholdFunc) *listHolder {
-	q, ok := store.(pretransformedQueue)
-	if !ok || prehold == nil {
+func newListHolder(q *pretransformed, prehold preholdFunc) *listHolder {
+	if q == nil || prehold == nil {
 		return nil
 	}
-	return &listHolder{queue: q, transform: q.Transformer(), prehold: prehold}
+	return &listHolder{queue: q, transform: q.transform, prehold: prehold}
 }
 
 // hold transforms obj and holds it as the store will, or sets it aside
@@ -108,11 +107,11 @@ func listItemClearer(list runtime.Object) func(i int) {
 // reporting those left out.
 func (h *listHolder) replace(rv string) error {
 	for _, l := range h.leftOut {
-		h.queue.leaveOutStreamed(l.obj, l.err)
+		h.queue.leaveOut(l.obj, l.err)
 	}
 	items := h.items
 	h.items, h.leftOut = nil, nil
-	return h.queue.replaceTransformed(items, rv)
+	return h.queue.replace(items, rv)
 }
 
 // holdForQueue returns obj transformed by transform (when set) and held by

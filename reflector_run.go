@@ -123,7 +123,7 @@ func (run *reflectorRun) list(act reflectorfsm.Action) reflectorfsm.Input {
 		paginated bool
 		err       error
 	}
-	holder := newListHolder(run.r.store, run.r.prehold)
+	holder := newListHolder(run.r.queue, run.r.prehold)
 	res, err := aside(run, false, func() result {
 		list, paginated, err := run.listPages(holder, act.PageSize, act.Options)
 		if err == nil {
@@ -264,8 +264,8 @@ func (run *reflectorRun) replaceSupplied(rv string) reflectorfsm.Replaced {
 	items := run.supplied
 	run.supplied = nil
 	var err error
-	if q, ok := run.r.store.(pretransformedQueue); ok {
-		err = q.replaceTransformed(items, rv)
+	if q := run.r.queue; q != nil {
+		err = q.replace(items, rv)
 	} else {
 		err = run.r.store.Replace(items, rv)
 	}

@@ -25,7 +25,7 @@ func (run *reflectorRun) watchList(act reflectorfsm.Action) reflectorfsm.Input {
 		return reflectorfsm.WatchListDone{Err: err}
 	}
 	run.w = w
-	buf := newStreamBuffer(run.r.store, run.r.prehold)
+	buf := newStreamBuffer(run.r.store, run.r.queue, run.r.prehold)
 	synced, err := run.consume(start, buf, true, act.Patience)
 	switch {
 	case err == errReflectorStopped:
@@ -50,32 +50,21 @@ func (run *reflectorRun) logWatchListRetry(err error) {
 	}
 }
 
-// pretransformedQueue is a queue of this package that a watch-list stream
-// can hand objects its transformer has already run on, so that each object
-// is transformed once: as it arrives, to keep the collected state small.
-type pretransformedQueue interface {
-	TransformingStore
-	// replaceTransformed is Replace without running the transformer.
-	replaceTransformed(list []interface{}, resourceVersion string) error
-	// leaveOutStreamed reports an object whose transform failed; it is
-	// left out.
-	leaveOutStreamed(obj interface{}, err error)
-}
-
 // newStreamBuffer returns the buffer for a stream into store. The objects
 // get the store's own transform as they arrive, as they would in a store,
-// and, into a pretransformedQueue, are held by prehold (when not nil).
-func newStreamBuffer(store ReflectorStore, prehold preholdFunc) *watchListBuffer {
-	switch s := store.(type) {
-	case pretransformedQueue:
-		b := newWatchListBuffer(s.Transformer())
-		b.queue = s
+// and, into a queue of this package (q), are held by prehold (when not
+// nil).
+func newStreamBuffer(store ReflectorStore, q *pretransformed, prehold preholdFunc) *watchListBuffer {
+	if q != nil {
+		b := newWatchListBuffer(q.transform)
+		b.queue = q
 		if !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
 			// The detector compares the collected objects with a LIST's.
 			b.prehold = prehold
 		}
 		return b
-	case TransformingStore:
+	}
+	if s, ok := store.(TransformingStore); ok {
 		return newWatchListBuffer(s.Transformer())
 	}
 	return newWatchListBuffer(nil)
@@ -113,7 +102,7 @@ type watchListBuffer struct {
 	// queue is set when the store is one of this package's queues: it then
 	// reports the objects whose transform fails, and takes the collected
 	// objects without transforming them again.
-	queue pretransformedQueue
+	queue *pretransformed
 	// prehold, when set, holds each object as the store will, so that the
 	// buffer keeps the objects encoded; see preheld.
 	prehold preholdFunc
@@ -227,7 +216,7 @@ func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, bool) {
 	if b.prehold != nil {
 		held, err := holdForQueue(b.transform, b.prehold, obj)
 		if err != nil {
-			b.queue.leaveOutStreamed(obj, err)
+			b.queue.leaveOut(obj, err)
 			return nil, false
 		}
 		return held, true
@@ -242,7 +231,7 @@ func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, bool) {
 	case b.queue == nil:
 		return obj, true
 	}
-	b.queue.leaveOutStreamed(obj, err)
+	b.queue.leaveOut(obj, err)
 	return nil, false
 }
 
@@ -250,7 +239,7 @@ func (b *watchListBuffer) transformed(obj runtime.Object) (interface{}, bool) {
 // of this package takes them as already transformed.
 func (b *watchListBuffer) replaceInto(store ReflectorStore, items []interface{}, rv string) error {
 	if b.queue != nil {
-		return b.queue.replaceTransformed(items, rv)
+		return b.queue.replace(items, rv)
 	}
 	return store.Replace(items, rv)
 }

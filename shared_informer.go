@@ -304,7 +304,7 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return nil, nil
 	}
-	qlogger, queue, prehold := newInformerQueue(informerQueueOptions{
+	qlogger, queue, hooks := newInformerQueue(informerQueueOptions{
 		logger:          logger,
 		objectType:      s.objectType,
 		store:           s.indexer,
@@ -315,17 +315,15 @@ func (s *sharedIndexInformer) start(ctx context.Context) (*controller, Queue) {
 	})
 	lw := NewShardedListWatch(s.lw, s.shardSelector)
 	var applied appliedFunc
-	var warmStart warmStartFunc
 	if s.snapshot != nil {
 		s.restart = newRestarter(logger, s, lw, *s.snapshot)
 	}
 	if r := s.restart; r != nil {
-		warmStart = r.warmStart
+		hooks.warmStart = r.warmStart
 		applied = func(deltas []Delta, writes store.Committed, err error) {
 			r.journalApplied(qlogger, deltas, writes, err)
 		}
 	}
-	hooks := reflectorHooks{warmStart: warmStart, prehold: prehold}
 	apply := newDeltaApplier(qlogger, s.indexer, s.processor.Notify, applied)
 	ctrl := newController(&Config{
 		Queue:             queue,
