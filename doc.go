@@ -141,12 +141,13 @@
 // This package keeps client-go's surface and the constructors that wire
 // it. The engines behind it are internal packages with small APIs: the
 // store engine and the change record a committed batch produces
-// (internal/store), the storage forms, plain and compact (internal/form),
+// (internal/store), the fan-out to handlers (internal/fanout), the
+// storage forms, plain and compact (internal/form),
 // the reflector's and the warm restart's decisions (internal/reflectorfsm,
 // internal/restartfsm) and the snapshot file (internal/snapshot). Each
 // opt-in feature reaches the pipeline through one seam: compact storage
 // through the store's form, the warm restart through an observer of
-// committed batches and the store's snapshot API, both given to
+// applied batches and the store's snapshot API, both given to
 // constructors. docs/ARCHITECTURE.md has the package map and the path of
 // one event through the files.
 //

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/objmeta"
 )
 
@@ -23,11 +24,11 @@ func MetaNamespaceKeyFunc(obj interface{}) (string, error) {
 	if key, ok := obj.(ExplicitKey); ok {
 		return string(key), nil
 	}
-	p, err := metaKeyParts(obj)
+	p, err := keyparts.Meta(obj)
 	if err != nil {
 		return "", err
 	}
-	return p.key(), nil
+	return p.Key(), nil
 }
 
 // isMetaNamespaceKeyFunc recognises the key functions that key an object
@@ -47,14 +48,6 @@ func DeletionHandlingMetaNamespaceKeyFunc(obj interface{}) (string, error) {
 		return d.Key, nil
 	}
 	return MetaNamespaceKeyFunc(obj)
-}
-
-// joinKey is the inverse of SplitMetaNamespaceKey for well-formed parts.
-func joinKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }
 
 // SplitMetaNamespaceKey splits a key made by MetaNamespaceKeyFunc into its

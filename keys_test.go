@@ -1,29 +1,14 @@
 package cache
 
 import (
-	"hash/maphash"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-)
 
-// TestKeyPartsHashAsTheirKey checks that parts hash exactly as the key they
-// join, so a key read from an object and the same key held whole (a
-// tombstone's) collide, and no other pair does more often than any hash.
-func TestKeyPartsHashAsTheirKey(t *testing.T) {
-	seed := maphash.MakeSeed()
-	for _, p := range []keyParts{
-		{name: "a"}, {namespace: "ns", name: "a"}, {namespace: "a", name: "b/c"},
-		{namespace: "a/b", name: "c"}, {name: "a/b/c"}, {namespace: "ns", name: ""},
-		{namespace: "kube-system", name: "a-very-long-name-that-goes-on-and-on-" + string(make([]byte, 300))},
-	} {
-		assert.Equal(t, maphash.String(seed, p.key()), p.hash(seed), "%q", p.key())
-		assert.Equal(t, p.hash(seed), partsOfKey(p.key()).hash(seed), "%q held whole", p.key())
-		assert.Zero(t, p.compare(partsOfKey(p.key())), "%q held whole", p.key())
-	}
-}
+	"github.com/openinformer/cache/internal/keyparts"
+)
 
 func TestMetaKeyPartsAreMetaNamespaceKeyFuncs(t *testing.T) {
 	for _, obj := range []interface{}{
@@ -31,13 +16,13 @@ func TestMetaKeyPartsAreMetaNamespaceKeyFuncs(t *testing.T) {
 	} {
 		want, err := MetaNamespaceKeyFunc(obj)
 		require.NoError(t, err)
-		p, err := metaKeyParts(obj)
+		p, err := keyparts.Meta(obj)
 		require.NoError(t, err)
-		assert.Equal(t, want, p.key())
+		assert.Equal(t, want, p.Key())
 	}
 	for _, bad := range []interface{}{42, (*v1.Pod)(nil)} {
 		_, want := MetaNamespaceKeyFunc(bad)
-		_, err := metaKeyParts(bad)
+		_, err := keyparts.Meta(bad)
 		assert.Equal(t, want, err)
 	}
 }
@@ -51,7 +36,7 @@ func TestQueueKeyerPartsMatchKeys(t *testing.T) {
 		for _, obj := range []interface{}{newTestPod("ns", "a", "1"), tomb, Deltas{{Object: tomb}}} {
 			p, err := k.partsOf(obj)
 			require.NoError(t, err, name)
-			assert.Equal(t, wantKey(t, obj), p.key(), name)
+			assert.Equal(t, wantKey(t, obj), p.Key(), name)
 		}
 		_, err := k.partsOf(Deltas{})
 		assert.ErrorIs(t, err, ErrZeroLengthDeltasObject, name)

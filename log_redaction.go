@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/objmeta"
 )
 
@@ -92,8 +93,8 @@ func objectIdentity(obj interface{}) string {
 		}
 		return "(empty Deltas)"
 	}
-	if p, err := metaKeyParts(obj); err == nil {
-		return fmt.Sprintf("%q of type %T", p.key(), obj)
+	if p, err := keyparts.Meta(obj); err == nil {
+		return fmt.Sprintf("%q of type %T", p.Key(), obj)
 	}
 	return fmt.Sprintf("of type %T", obj)
 }

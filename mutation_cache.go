@@ -12,6 +12,9 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/keyparts"
+	"github.com/openinformer/cache/internal/lru"
 )
 
 // MutationCache lets a controller read its own writes before the informer
@@ -78,7 +81,7 @@ func newMutationCacheWithClock(logger klog.Logger, backingCache Store, options M
 		indexer:     options.Indexer,
 		includeAdds: options.IncludeAdds,
 		ttl:         ttl,
-		recent:      newMutationLRU(size, clk),
+		recent:      lru.New(size, clk),
 	}
 }
 
@@ -90,7 +93,7 @@ type mutationCache struct {
 	ttl         time.Duration
 
 	lock   sync.Mutex
-	recent *mutationLRU
+	recent *lru.LRU
 }
 
 func (c *mutationCache) mutationCacheOnly() {}
@@ -120,7 +123,7 @@ func (c *mutationCache) unseenLocked(key string) (interface{}, bool) {
 	if !c.includeAdds {
 		return nil, false
 	}
-	obj, ok := c.recent.get(key)
+	obj, ok := c.recent.Get(key)
 	if !ok || isMutationTombstone(obj) {
 		return nil, false
 	}
@@ -134,7 +137,7 @@ func (c *mutationCache) newestLocked(key string, backing interface{}) (interface
 	if !ok {
 		return backing, true
 	}
-	local, ok := c.recent.get(key)
+	local, ok := c.recent.Get(key)
 	if !ok {
 		return backing, true
 	}
@@ -143,7 +146,7 @@ func (c *mutationCache) newestLocked(key string, backing interface{}) (interface
 		return backing, true
 	}
 	if c.compareLocked(backingObj, localObj, "the backing copy") >= 0 {
-		c.recent.remove(key)
+		c.recent.Remove(key)
 		return backing, true
 	}
 	if isMutationTombstone(localObj) {
@@ -199,11 +202,11 @@ func (c *mutationCache) appendUnseenLocked(items []interface{}, seen map[string]
 	if indexFunc == nil {
 		return items
 	}
-	for _, key := range c.recent.keysOldestFirst() {
+	for _, key := range c.recent.KeysOldestFirst() {
 		if _, ok := seen[key]; ok {
 			continue
 		}
-		obj, ok := c.recent.get(key)
+		obj, ok := c.recent.Get(key)
 		if !ok || isMutationTombstone(obj) {
 			continue
 		}
@@ -236,7 +239,7 @@ func (c *mutationCache) Mutation(obj interface{}) {
 	if c.supersededLocked(key, obj) {
 		return
 	}
-	c.recent.add(key, obj, c.ttl)
+	c.recent.Add(key, obj, c.ttl)
 }
 
 // supersededLocked reports whether what is remembered under key makes obj
@@ -247,7 +250,7 @@ func (c *mutationCache) supersededLocked(key string, obj interface{}) bool {
 	if !ok {
 		return false
 	}
-	local, ok := c.recent.get(key)
+	local, ok := c.recent.Get(key)
 	if !ok {
 		return false
 	}
@@ -281,12 +284,12 @@ func (c *mutationCache) OnAddOrUpdate(obj runtime.Object) {
 	c.lock.Lock()
 	defer c.lock.Unlock()
 
-	local, ok := c.recent.get(key)
+	local, ok := c.recent.Get(key)
 	if !ok {
 		return
 	}
 	if localObj, ok := local.(runtime.Object); ok && c.compareLocked(obj, localObj, "the informer's copy") >= 0 {
-		c.recent.remove(key)
+		c.recent.Remove(key)
 	}
 }
 
@@ -306,7 +309,7 @@ func (c *mutationCache) OnDelete(obj runtime.Object) {
 	c.lock.Lock()
 	defer c.lock.Unlock()
 
-	if local, ok := c.recent.get(key); ok {
+	if local, ok := c.recent.Get(key); ok {
 		if localObj, ok := local.(runtime.Object); ok {
 			localMeta, err := accessor(localObj)
 			if err != nil {
@@ -317,7 +320,7 @@ func (c *mutationCache) OnDelete(obj runtime.Object) {
 			}
 		}
 	}
-	c.recent.add(key, &mutationTombstone{ObjectMeta: metav1.ObjectMeta{
+	c.recent.Add(key, &mutationTombstone{ObjectMeta: metav1.ObjectMeta{
 		Namespace:       m.GetNamespace(),
 		Name:            m.GetName(),
 		UID:             m.GetUID(),
@@ -357,7 +360,7 @@ func integerResourceVersion(obj runtime.Object) (uint64, error) {
 	}
 	v, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("resource version %q of %s is not an unsigned integer", rv, joinKey(m.GetNamespace(), m.GetName()))
+		return 0, fmt.Errorf("resource version %q of %s is not an unsigned integer", rv, keyparts.Join(m.GetNamespace(), m.GetName()))
 	}
 	return v, nil
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"math/rand"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -66,7 +67,7 @@ func TestM7_NewerLocalWriteOverlaysBacking(t *testing.T) {
 
 	require.NoError(t, backing.Update(v3pod))
 	assert.Same(t, v3pod, mutationTestGet(t, c, "p"), "the backing copy caught up")
-	_, remembered := c.recent.get("p")
+	_, remembered := c.recent.Get("p")
 	assert.False(t, remembered, "a local write the backing cache caught up with is forgotten")
 
 	c.Mutation(v2pod)
@@ -210,7 +211,7 @@ func TestM7_KeyErrorsAreIgnored(t *testing.T) {
 		c.OnAddOrUpdate(nil)
 		c.OnDelete(nil)
 	})
-	assert.Empty(t, c.recent.keysOldestFirst())
+	assert.Empty(t, c.recent.KeysOldestFirst())
 }
 
 func TestM7_DefaultTTLAndSize(t *testing.T) {
@@ -242,7 +243,7 @@ func TestM7_OptionsTTLAndSize(t *testing.T) {
 	assert.Nil(t, mutationTestGet(t, c, "c"))
 
 	neg, _, _ := newMutationTestCache(t, MutationCacheOptions{IncludeAdds: true, MaxCacheSize: -1})
-	assert.Equal(t, defaultMutationCacheSize, neg.recent.maxSize, "a negative size means the default, not a panic")
+	assert.Equal(t, defaultMutationCacheSize, int(reflect.ValueOf(neg.recent).Elem().FieldByName("maxSize").Int()), "a negative size means the default, not a panic")
 }
 
 // TestM7_MatchesClientGo replays random informer events and local writes
@@ -359,5 +360,5 @@ func TestM7_ConcurrentUseIsSafe(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, len(c.recent.keysOldestFirst()), 8)
+	assert.LessOrEqual(t, len(c.recent.KeysOldestFirst()), 8)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openinformer/cache/internal/deque"
+	"github.com/openinformer/cache/internal/keyparts"
 )
 
 // RealFIFOOptions configures a RealFIFO.
@@ -88,7 +89,7 @@ type RealFIFO struct {
 	// batchSeen is PopBatch's scratch set of key hashes (seeded by
 	// keySeed), kept between calls so a steady stream of batches allocates
 	// nothing for it.
-	batchSeen hashSet
+	batchSeen keyparts.HashSet
 	keySeed   maphash.Seed
 }
 

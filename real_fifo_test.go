@@ -3,7 +3,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strings"
 	"sync"
 	"testing"
@@ -543,27 +542,6 @@ func TestR9_PopBatchKeyErrorEndsBatchIncludingBadItem(t *testing.T) {
 	}
 	assert.Equal(t, []string{"Added ns/a", "Added ns/b"}, got.Deltas)
 	assert.Equal(t, rfifoBatch{Single: true, Deltas: []string{"Added ns/c"}}, rfifoPopBatch(t, f))
-}
-
-// PopBatch finds repeated keys through a set of key hashes: a hash seen
-// twice ends the batch, so a collision between two keys only ends a batch
-// early, and the set forgets everything between batches.
-func TestR9_BatchKeySetEndsBatchesOnlyEarly(t *testing.T) {
-	var s hashSet
-	s.reset(3)
-	assert.Len(t, s.slots, 8, "room for 3 at most half full")
-	assert.True(t, s.add(5))
-	assert.True(t, s.add(13), "same slot, another hash")
-	assert.False(t, s.add(5))
-	assert.False(t, s.add(13))
-	s.reset(1000)
-	assert.Len(t, s.slots, 2048)
-	assert.True(t, s.add(5), "forgotten by reset")
-
-	seed := maphash.MakeSeed()
-	pod := keyParts{namespace: "ns", name: "a"}
-	assert.Equal(t, pod.hash(seed), partsOfKey("ns/a").hash(seed), "a tombstone's key hashes as its object")
-	assert.NotEqual(t, partsOfKey("/a").hash(seed), partsOfKey("a").hash(seed), "the slash is part of the key")
 }
 
 func TestR10_UnlockWhileProcessingReleasesLock(t *testing.T) {

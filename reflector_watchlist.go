@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/reflectorfsm"
 )
 
@@ -113,7 +114,7 @@ type watchListBuffer struct {
 	// key, and while that is the item's key the buffer keeps none (40 B
 	// per item, 0.8 MB of a 20k-object sync).
 	keys    []string
-	last    keyParts
+	last    keyparts.Parts
 	hasLast bool
 	slot    map[string]int
 	rv      string
@@ -131,8 +132,8 @@ func (b *watchListBuffer) add(obj runtime.Object) error {
 	stored, ok := b.transformed(obj)
 	switch {
 	case !ok:
-	case b.slot != nil || (b.hasLast && b.last.compare(name) >= 0):
-		b.put(name.key(), stored)
+	case b.slot != nil || (b.hasLast && b.last.Compare(name) >= 0):
+		b.put(name.Key(), stored)
 	default:
 		b.items = append(b.items, stored)
 		b.keepKey(name, stored)
@@ -144,11 +145,11 @@ func (b *watchListBuffer) add(obj runtime.Object) error {
 // keepKey records the key of the item just appended, name's, unless the
 // buffer can read it back from the item. Once a preheld item's store key
 // differs from its name's key, every item's key is kept.
-func (b *watchListBuffer) keepKey(name keyParts, stored interface{}) {
+func (b *watchListBuffer) keepKey(name keyparts.Parts, stored interface{}) {
 	if b.transform == nil && b.prehold == nil {
 		return
 	}
-	if key, ok := heldKey(stored); ok && b.keys == nil && name.is(key) {
+	if key, ok := heldKey(stored); ok && b.keys == nil && name.Is(key) {
 		return
 	}
 	if b.keys == nil && b.prehold != nil {
@@ -158,7 +159,7 @@ func (b *watchListBuffer) keepKey(name keyParts, stored interface{}) {
 			b.keys[i], _ = heldKey(obj)
 		}
 	}
-	b.keys = append(b.keys, name.key())
+	b.keys = append(b.keys, name.Key())
 }
 
 func (b *watchListBuffer) update(obj runtime.Object) error {
@@ -167,7 +168,7 @@ func (b *watchListBuffer) update(obj runtime.Object) error {
 		return err
 	}
 	if stored, ok := b.transformed(obj); ok {
-		b.put(name.key(), stored)
+		b.put(name.Key(), stored)
 	}
 	return nil
 }
@@ -177,7 +178,7 @@ func (b *watchListBuffer) delete(obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	key := name.key()
+	key := name.Key()
 	b.index()
 	if i, ok := b.slot[key]; ok {
 		b.items[i] = nil
@@ -188,10 +189,10 @@ func (b *watchListBuffer) delete(obj runtime.Object) error {
 
 // watchListObjectName is the parts of the object's store key, which refer
 // to the object's own strings instead of allocating a key.
-func watchListObjectName(obj runtime.Object) (keyParts, error) {
-	p, err := metaKeyParts(obj)
+func watchListObjectName(obj runtime.Object) (keyparts.Parts, error) {
+	p, err := keyparts.Meta(obj)
 	if err != nil {
-		return keyParts{}, KeyError{Obj: obj, Err: err}
+		return keyparts.Parts{}, KeyError{Obj: obj, Err: err}
 	}
 	return p, nil
 }
@@ -271,8 +272,8 @@ func (b *watchListBuffer) index() {
 			b.slot[key] = i
 			continue
 		}
-		if p, err := metaKeyParts(obj); err == nil {
-			b.slot[p.key()] = i
+		if p, err := keyparts.Meta(obj); err == nil {
+			b.slot[p.Key()] = i
 		}
 	}
 	b.keys = nil
@@ -293,7 +294,7 @@ func (b *watchListBuffer) finish() []interface{} {
 		items = kept
 	}
 	b.items, b.keys, b.slot = nil, nil, nil
-	b.last, b.hasLast = keyParts{}, false
+	b.last, b.hasLast = keyparts.Parts{}, false
 	return items
 }
 

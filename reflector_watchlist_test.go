@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/keyparts"
 )
 
 func TestCompareObjectKeysMatchesKeyOrder(t *testing.T) {
@@ -28,7 +30,7 @@ func TestCompareObjectKeysMatchesKeyOrder(t *testing.T) {
 	}
 	for _, x := range names {
 		for _, y := range names {
-			kx, ky := joinKey(x.Namespace, x.Name), joinKey(y.Namespace, y.Name)
+			kx, ky := keyparts.Join(x.Namespace, x.Name), keyparts.Join(y.Namespace, y.Name)
 			want := 0
 			switch {
 			case kx < ky:
@@ -36,7 +38,7 @@ func TestCompareObjectKeysMatchesKeyOrder(t *testing.T) {
 			case kx > ky:
 				want = 1
 			}
-			assert.Equal(t, want, keyParts{x.Namespace, x.Name}.compare(keyParts{y.Namespace, y.Name}), "%q vs %q", kx, ky)
+			assert.Equal(t, want, keyparts.Parts{Namespace: x.Namespace, Name: x.Name}.Compare(keyparts.Parts{Namespace: y.Namespace, Name: y.Name}), "%q vs %q", kx, ky)
 		}
 	}
 }
@@ -97,7 +99,7 @@ func watchListSnapshot(t *testing.T, items []interface{}) []string {
 	out := make([]string, 0, len(items))
 	for _, obj := range items {
 		p := obj.(*v1.Pod)
-		out = append(out, joinKey(p.Namespace, p.Name)+"@"+p.ResourceVersion+"/"+p.Labels["t"])
+		out = append(out, keyparts.Join(p.Namespace, p.Name)+"@"+p.ResourceVersion+"/"+p.Labels["t"])
 	}
 	sort.Strings(out)
 	return out

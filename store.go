@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/store"
 )
 
@@ -118,17 +119,17 @@ func (c *cache) lookup(obj interface{}) (key string, old store.Prior, err error)
 
 // lookupMeta is lookup for the key namespace/name.
 func (c *cache) lookupMeta(ns, name string) (string, store.Prior) {
-	p := keyParts{namespace: ns, name: name}
-	var buf [joinBufSize]byte
-	if joined, ok := p.joinInto(&buf); ok {
+	p := keyparts.Parts{Namespace: ns, Name: name}
+	var buf [keyparts.JoinBufSize]byte
+	if joined, ok := p.JoinInto(&buf); ok {
 		// joined aliases buf only for the lookup; the map compares it and
 		// keeps nothing, and what is returned is the map's own key.
 		if key, old := c.storage.ReadStoredPrior(joined); old.Existed() {
 			return key, old
 		}
-		return p.key(), store.AbsentPrior()
+		return p.Key(), store.AbsentPrior()
 	}
-	key := p.key()
+	key := p.Key()
 	return key, c.storage.ReadPrior(key)
 }
 

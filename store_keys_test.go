@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/keyparts"
 )
 
 func TestK1_MetaNamespaceKeyFunc(t *testing.T) {
@@ -160,12 +162,12 @@ func FuzzSplitMetaNamespaceKey(f *testing.F) {
 		}
 		// "/a" splits to ("", "a"), which joins as "a".
 		key = strings.TrimPrefix(key, "/")
-		if joined := joinKey(ns, name); joined != key || on.String() != key {
+		if joined := keyparts.Join(ns, name); joined != key || on.String() != key {
 			t.Fatalf("%q split to %q,%q joins back as %q / %q", key, ns, name, joined, on.String())
 		}
 		if pod := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); ns != "" || !strings.Contains(name, "/") {
-			if k, _ := MetaNamespaceKeyFunc(pod); k != joinKey(ns, name) {
-				t.Fatalf("MetaNamespaceKeyFunc = %q, joinKey = %q", k, joinKey(ns, name))
+			if k, _ := MetaNamespaceKeyFunc(pod); k != keyparts.Join(ns, name) {
+				t.Fatalf("MetaNamespaceKeyFunc = %q, joinKey = %q", k, keyparts.Join(ns, name))
 			}
 		}
 	})

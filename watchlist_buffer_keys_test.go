@@ -11,16 +11,6 @@ import (
 	"github.com/openinformer/cache/internal/store"
 )
 
-func TestKeyPartsIs(t *testing.T) {
-	p := keyParts{namespace: "ns", name: "a"}
-	assert.True(t, p.is("ns/a"))
-	for _, k := range []string{"ns/b", "nsa", "ns/a/", "n/sa", "a", ""} {
-		assert.False(t, p.is(k), k)
-	}
-	assert.True(t, keyParts{name: "a"}.is("a"))
-	assert.False(t, keyParts{name: "a"}.is("/a"))
-}
-
 // A preholding buffer keeps no keys of its own while each preheld item's
 // store key is its name's key, and switches to keeping every item's key
 // (its name's, which deletes and out-of-order events are matched by) once

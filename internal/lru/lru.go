@@ -1,4 +1,7 @@
-package cache
+// Package lru is the bounded, expiring memory of a MutationCache: string
+// keys, least recently used evicted first, entries expiring a fixed time
+// after they were last written.
+package lru
 
 import (
 	"time"
@@ -6,35 +9,34 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// mutationLRU is the bounded, expiring memory of a MutationCache: string
-// keys, least recently used evicted first, entries expiring a fixed time
-// after they were last written. It is not safe for concurrent use; the
-// MutationCache's lock guards it.
-type mutationLRU struct {
+// LRU holds at most maxSize entries. It is not safe for concurrent use;
+// its owner's lock guards it.
+type LRU struct {
 	clock   clock.PassiveClock
 	maxSize int
-	entries map[string]*mutationLRUEntry
+	entries map[string]*entry
 	// head is a sentinel: head.next is the most recently used entry,
 	// head.prev the least recently used.
-	head mutationLRUEntry
+	head entry
 }
 
-type mutationLRUEntry struct {
+type entry struct {
 	key        string
 	value      interface{}
 	expires    time.Time
-	prev, next *mutationLRUEntry
+	prev, next *entry
 }
 
-func newMutationLRU(maxSize int, clk clock.PassiveClock) *mutationLRU {
-	l := &mutationLRU{clock: clk, maxSize: maxSize, entries: make(map[string]*mutationLRUEntry)}
+// New returns an empty LRU of at most maxSize entries, expiring by clk.
+func New(maxSize int, clk clock.PassiveClock) *LRU {
+	l := &LRU{clock: clk, maxSize: maxSize, entries: make(map[string]*entry)}
 	l.head.prev, l.head.next = &l.head, &l.head
 	return l
 }
 
-// add stores value under key for ttl and marks it most recently used,
+// Add stores value under key for ttl and marks it most recently used,
 // evicting the least recently used entry when full.
-func (l *mutationLRU) add(key string, value interface{}, ttl time.Duration) {
+func (l *LRU) Add(key string, value interface{}, ttl time.Duration) {
 	expires := l.clock.Now().Add(ttl)
 	if e, ok := l.entries[key]; ok {
 		e.value, e.expires = value, expires
@@ -42,29 +44,30 @@ func (l *mutationLRU) add(key string, value interface{}, ttl time.Duration) {
 		return
 	}
 	if len(l.entries) >= l.maxSize {
-		l.remove(l.head.prev.key)
+		l.Remove(l.head.prev.key)
 	}
-	e := &mutationLRUEntry{key: key, value: value, expires: expires}
+	e := &entry{key: key, value: value, expires: expires}
 	l.entries[key] = e
 	l.linkFront(e)
 }
 
-// get returns the unexpired value under key and marks it most recently
+// Get returns the unexpired value under key and marks it most recently
 // used; an expired entry is dropped.
-func (l *mutationLRU) get(key string) (interface{}, bool) {
+func (l *LRU) Get(key string) (interface{}, bool) {
 	e, ok := l.entries[key]
 	if !ok {
 		return nil, false
 	}
 	if l.clock.Now().After(e.expires) {
-		l.remove(key)
+		l.Remove(key)
 		return nil, false
 	}
 	l.moveToFront(e)
 	return e.value, true
 }
 
-func (l *mutationLRU) remove(key string) {
+// Remove forgets key.
+func (l *LRU) Remove(key string) {
 	e, ok := l.entries[key]
 	if !ok {
 		return
@@ -74,8 +77,8 @@ func (l *mutationLRU) remove(key string) {
 	e.prev, e.next = nil, nil
 }
 
-// keysOldestFirst returns the unexpired keys from least to most recently used.
-func (l *mutationLRU) keysOldestFirst() []string {
+// KeysOldestFirst returns the unexpired keys from least to most recently used.
+func (l *LRU) KeysOldestFirst() []string {
 	now := l.clock.Now()
 	keys := make([]string, 0, len(l.entries))
 	for e := l.head.prev; e != &l.head; e = e.prev {
@@ -86,12 +89,12 @@ func (l *mutationLRU) keysOldestFirst() []string {
 	return keys
 }
 
-func (l *mutationLRU) moveToFront(e *mutationLRUEntry) {
+func (l *LRU) moveToFront(e *entry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	l.linkFront(e)
 }
 
-func (l *mutationLRU) linkFront(e *mutationLRUEntry) {
+func (l *LRU) linkFront(e *entry) {
 	e.prev, e.next = &l.head, l.head.next
 	l.head.next.prev = e
 	l.head.next = e
