@@ -82,12 +82,6 @@ func withoutIndexValues(p store.Preheld) store.Preheld {
 	return p
 }
 
-// preheldIndex is the address of the index values p holds, which preheld
-// objects may share.
-func preheldIndex(p store.Preheld) unsafe.Pointer {
-	return *(*unsafe.Pointer)(unexportedField(&p, "index"))
-}
-
 // fieldAt is the field at path (field names, through pointers) of *ptr.
 func fieldAt[T any](ptr any, path ...string) T {
 	v := reflect.ValueOf(ptr).Elem()

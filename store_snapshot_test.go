@@ -99,10 +99,10 @@ func testSaveDuringWrites(t *testing.T, compactStore bool) {
 	assert.Equal(t, "5", rv)
 	assert.Equal(t, before, stagedLines(t, staged))
 	if compactStore {
+		// What the preheld objects hold is checked in internal/store
+		// (TestSnapshotReadsBackHeldIndexValues).
 		p := staged["ns/p0001"].(store.Preheld)
-		assert.Equal(t, "ns", fieldAt[string](&p, "index", "namespace"))
-		label := fieldAt[map[string]int](p.IndexSet(), "pos")["label"]
-		assert.Equal(t, []string{"1"}, p.IndexValues()[label], "the label index's values come from the frame")
+		assert.Contains(t, p.IndexValues(), []string{"1"}, "the label index's values come from the frame")
 	}
 }
 
