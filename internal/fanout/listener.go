@@ -85,7 +85,7 @@ type Listener struct {
 	// waiting counts the notifications run has taken from pending but not
 	// yet started: the pending count includes them. inFlight is
 	// inFlightMark plus the stamp of the notification the handler is in,
-	// or 0 (see listener_lag.go): the lag includes it and so the taken
+	// or 0 (see lag.go): the lag includes it and so the taken
 	// ones after it. run writes both without the lock, so that a batch
 	// costs one lock; next sets inFlight under the lock when it takes a
 	// batch and clears it when it finds none, so that it never reads 0
@@ -338,7 +338,7 @@ func (l *Listener) markWaiting(rest []Notification) {
 // the process. With ReallyCrash false the notification is skipped and
 // delivery continues after panicPause, and an initial-list add counts as
 // delivered either way, so a panicking OnAdd cannot keep the registration
-// unsynced forever. A boxed object is read back first (see form.Box, held_box.go), under
+// unsynced forever. A boxed object is read back first (see form.Box, held.go), under
 // the same recovery; one that cannot be is not delivered, but an initial
 // add counts as delivered all the same.
 func (l *Listener) deliver(n Notification) (returned bool) {
