@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/features"
 	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // ExpirationCache is a Store whose entries expire. Each entry is stored
@@ -193,7 +195,7 @@ func (c *ExpirationCache) Delete(obj interface{}) error {
 	if err != nil {
 		return KeyError{Obj: obj, Err: err}
 	}
-	m, metaErr := accessor(obj)
+	m, metaErr := objmeta.Accessor(obj)
 	c.lock.Lock()
 	defer c.lock.Unlock()
 	delete(c.entries, key)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // listenerTestDescribe prints key@rv, or tombstone(key@rv) for a tombstone.
@@ -16,7 +18,7 @@ func listenerTestDescribe(obj interface{}) string {
 		}
 		return "tombstone(" + listenerTestDescribe(t.Obj) + ")"
 	}
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		return fmt.Sprint(obj)
 	}

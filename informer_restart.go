@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/restartfsm"
 	"github.com/openinformer/cache/internal/restartfsm/catchup"
 	"github.com/openinformer/cache/internal/snapshot"
@@ -346,7 +347,7 @@ func (r *restarter) apply(logger klog.Logger, staged map[string]any, ev watch.Ev
 		return
 	}
 	var rv string
-	if m, err := accessor(ev.Object); err == nil {
+	if m, err := objmeta.Accessor(ev.Object); err == nil {
 		rv = m.GetResourceVersion()
 	}
 	if ev.Type != watch.Deleted {

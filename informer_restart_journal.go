@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/snapshot"
 	"github.com/openinformer/cache/internal/store"
 )
@@ -213,7 +214,7 @@ func isWrite(t DeltaType) bool { return t == Added || t == Updated || t == Delet
 // for a put, its framed index values and its record as held.
 func (r *restarter) appendWrite(b store.Committed, i int) error {
 	key, obj := b.Key(i), b.Obj(i)
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		return err
 	}

@@ -6,16 +6,11 @@ import (
 	"reflect"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/objmeta"
 )
 
-// client-go's key and index functions, and how an object's metadata is
-// read for them.
-
-func accessor(obj interface{}) (metav1.Object, error) { return objmeta.Accessor(obj) }
+// client-go's key and index functions.
 
 // MetaNamespaceKeyFunc is the standard KeyFunc: "namespace/name" for
 // namespaced objects, "name" for cluster-scoped ones. An ExplicitKey is
@@ -94,7 +89,7 @@ func IndexFuncToKeyFuncAdapter(indexFunc IndexFunc) KeyFunc {
 // reports the empty namespace together with the error for objects without
 // metadata.
 func MetaNamespaceIndexFunc(obj interface{}) ([]string, error) {
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		return []string{""}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/lru"
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // MutationCache lets a controller read its own writes before the informer
@@ -269,7 +270,7 @@ func (c *mutationCache) supersededLocked(key string, obj interface{}) bool {
 	if cmp == 0 {
 		return true
 	}
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	return err == nil && m.GetUID() == t.UID
 }
 
@@ -297,7 +298,7 @@ func (c *mutationCache) OnAddOrUpdate(obj runtime.Object) {
 // older local write of it, unless a newer write of a different object (a
 // re-creation) is already remembered.
 func (c *mutationCache) OnDelete(obj runtime.Object) {
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		return
 	}
@@ -311,7 +312,7 @@ func (c *mutationCache) OnDelete(obj runtime.Object) {
 
 	if local, ok := c.recent.Get(key); ok {
 		if localObj, ok := local.(runtime.Object); ok {
-			localMeta, err := accessor(localObj)
+			localMeta, err := objmeta.Accessor(localObj)
 			if err != nil {
 				return
 			}
@@ -350,7 +351,7 @@ func (c *mutationCache) compareLocked(lhs, rhs runtime.Object, lhsRole string) i
 
 // integerResourceVersion parses obj's resource version; "" counts as 0.
 func integerResourceVersion(obj runtime.Object) (uint64, error) {
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		return 0, err
 	}

@@ -17,6 +17,8 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // mutationTestPod returns a cluster-scoped pod with a UID, so that
@@ -29,7 +31,7 @@ const mutationTestByName = "by-name"
 
 func mutationTestIndexers() Indexers {
 	return Indexers{mutationTestByName: func(obj interface{}) ([]string, error) {
-		m, err := accessor(obj)
+		m, err := objmeta.Accessor(obj)
 		if err != nil {
 			return nil, err
 		}

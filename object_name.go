@@ -3,6 +3,8 @@ package cache
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // client-go's ObjectName helpers.
@@ -26,7 +28,7 @@ func NamespacedNameAsObjectName(nn types.NamespacedName) ObjectName {
 
 // ObjectToName returns the ObjectName of an object with metadata.
 func ObjectToName(obj interface{}) (ObjectName, error) {
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		return ObjectName{}, err
 	}

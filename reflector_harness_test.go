@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/openinformer/cache/internal/objmeta"
 )
 
 // reflectorTestClock is a fake clock that reports every timer a reflector
@@ -351,7 +353,7 @@ func (s *reflectorTestStore) contents() []string {
 	defer s.mu.Unlock()
 	out := make([]string, 0, len(s.items))
 	for k, obj := range s.items {
-		m, err := accessor(obj)
+		m, err := objmeta.Accessor(obj)
 		if err != nil {
 			out = append(out, k+"@?")
 			continue

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/reflectorfsm"
 )
 
@@ -487,7 +488,7 @@ func (run *reflectorRun) apply(event watch.Event, sink eventSink, pastInitialAdd
 	if !r.acceptsEventObject(ctx, event.Object) {
 		return false, false
 	}
-	m, err := accessor(event.Object)
+	m, err := objmeta.Accessor(event.Object)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch event", "reflector", r.name, "event", event)
 		return false, false

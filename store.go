@@ -6,6 +6,7 @@ import (
 
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/keyparts"
+	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/store"
 )
 
@@ -106,7 +107,7 @@ func (c *cache) keyOf(obj interface{}) (string, error) {
 // string is returned and no key is allocated.
 func (c *cache) lookup(obj interface{}) (key string, old store.Prior, err error) {
 	if c.metaKeys {
-		if m, err := accessor(obj); err == nil {
+		if m, err := objmeta.Accessor(obj); err == nil {
 			key, old = c.lookupMeta(m.GetNamespace(), m.GetName())
 			return key, old, nil
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/store"
 )
 
@@ -191,7 +192,7 @@ func TestStoredFormRefusalCostsOnlyThatObject(t *testing.T) {
 }
 
 func mustName(obj any) string {
-	m, err := accessor(obj)
+	m, err := objmeta.Accessor(obj)
 	if err != nil {
 		panic(err)
 	}
