@@ -173,3 +173,38 @@ func TestSnapshotFailureLoggedOnceCountedEachTime(t *testing.T) {
 		assert.Len(t, entries, 2, "the directory and the lock; no temporary file left")
 	})
 }
+
+// Issue 39 item 6: a negative MaxPendingNotificationsPerHandler is no
+// bound, as 0 is: a handler held while one pod changes 100 times gets all
+// 100 updates, where a bound of 8 collapses them to the last.
+func TestNegativeBacklogBoundIsUnbounded(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for bound, want := range map[int]int{-1: 100, 0: 100, 8: 1} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := fake.MustNew(fake.Options{Object: &v1.Pod{}})
+			must(t)(srv.Create(labeledPod("a", "0")))
+			inf := NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, SharedIndexInformerOptions{MaxPendingNotificationsPerHandler: bound})
+			gate := make(chan struct{})
+			var updates int
+			reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { <-gate },
+				UpdateFunc: func(_, _ any) { updates++ },
+			})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); inf.RunWithContext(ctx) }()
+			synctest.Wait() // the handler holds its initial add
+			for i := range 100 {
+				must(t)(srv.Update(labeledPod("a", string(rune('1'+i)))))
+			}
+			synctest.Wait()
+			close(gate)
+			require.True(t, WaitForCacheSync(ctx.Done(), reg.HasSynced))
+			synctest.Wait()
+			assert.Equal(t, want, updates, "bound %d", bound)
+			cancel()
+			<-done
+		})
+	}
+}
