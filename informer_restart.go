@@ -431,8 +431,10 @@ func (r *restarter) save(logger klog.Logger) {
 	logger.V(4).Info("Snapshot saved", "path", r.opts.Path, "resourceVersion", f.RV(), "objects", f.Len())
 }
 
-// errNoResourceVersion is a cache synced without a version to resume from.
-var errNoResourceVersion = errors.New("the server listed no resourceVersion to resume from (client-go's fake clientset lists none; fake.Server does)")
+// errNoResourceVersion is a cache whose last list or event carried no
+// version to resume from: client-go's fake clientset lists with one but
+// sends its objects, and so its watch events, without.
+var errNoResourceVersion = errors.New("the cache's last list or watch event carried no resourceVersion to resume from (client-go's fake clientset's objects carry none; fake.Server's do)")
 
 // saveFailed counts a save that failed with err and logs why, once until
 // a save succeeds or fails for another reason: a cause that lasts (a full

@@ -108,11 +108,12 @@ func TestNegativeCatchUpTimeoutLogsWhileWaiting(t *testing.T) {
 	})
 }
 
-// Issue 40 item 3: with client-go's fake clientset, whose lists carry no
-// resourceVersion, a snapshot cannot be saved: the informer says why once
-// and counts every failed save.
+// Issue 40 item 3, as a user of client-go's fake clientset meets it: its
+// lists carry a resourceVersion, so a save right after the sync works, but
+// its objects carry none, so once a write through it reaches the watch the
+// cache has no version to resume from. Every save from then on fails; the
+// informer says why once and counts each one, and leaves no file.
 func TestSnapshotWithoutAResourceVersionSaysWhy(t *testing.T) {
-	t.Skip("issue 40 item 3 unverified: client-go v0.37.2's fake clientset lists with resourceVersion \"2\" through a ListWatch wrapped with its watch-list semantics, so this test's premise (no resourceVersion) does not hold and no save fails; the case the issue saw still needs reproducing (see the stop-35 closing note)")
 	defer goleak.VerifyNone(t)
 	synctest.Test(t, func(t *testing.T) {
 		cs := k8sfake.NewClientset(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
@@ -127,9 +128,15 @@ func TestSnapshotWithoutAResourceVersionSaysWhy(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "pods.snap")
 		opts := snapshotOptions(path, false)
 		opts.Snapshot.Interval = time.Second
-		// The fake clientset cannot stream a watch-list; it says so, as a
-		// factory's informers would pass on.
+		// As a factory's informer: the clientset says it cannot stream a
+		// watch-list, so the informer lists.
 		run := startWithSnapshotOn(t, ToListWatcherWithWatchListSemantics(lw, cs), opts)
+		require.NotEmpty(t, run.informer.LastSyncResourceVersion(), "the list carries one")
+		_, err := cs.CoreV1().Pods("ns").Create(t.Context(), &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Len(t, run.informer.GetStore().List(), 2)
+		require.Empty(t, run.informer.LastSyncResourceVersion(), "the event carries none")
 		time.Sleep(3500 * time.Millisecond)
 		run.stop()
 		notSaved := run.log.matching("Snapshot not saved")
@@ -137,6 +144,7 @@ func TestSnapshotWithoutAResourceVersionSaysWhy(t *testing.T) {
 		assert.Contains(t, notSaved[0], "no resourceVersion")
 		assert.Contains(t, notSaved[0], "fake.Server")
 		assert.Equal(t, 4, run.metrics.failed, "three intervals and the stop")
+		assert.Zero(t, run.metrics.saved)
 		assert.NoFileExists(t, path)
 	})
 }
@@ -164,4 +172,39 @@ func TestSnapshotFailureLoggedOnceCountedEachTime(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, entries, 2, "the directory and the lock; no temporary file left")
 	})
+}
+
+// Issue 39 item 6: a negative MaxPendingNotificationsPerHandler is no
+// bound, as 0 is: a handler held while one pod changes 100 times gets all
+// 100 updates, where a bound of 8 collapses them to the last.
+func TestNegativeBacklogBoundIsUnbounded(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for bound, want := range map[int]int{-1: 100, 0: 100, 8: 1} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := fake.MustNew(fake.Options{Object: &v1.Pod{}})
+			must(t)(srv.Create(labeledPod("a", "0")))
+			inf := NewSharedIndexInformerWithOptions(srv, &v1.Pod{}, SharedIndexInformerOptions{MaxPendingNotificationsPerHandler: bound})
+			gate := make(chan struct{})
+			var updates int
+			reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { <-gate },
+				UpdateFunc: func(_, _ any) { updates++ },
+			})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); inf.RunWithContext(ctx) }()
+			synctest.Wait() // the handler holds its initial add
+			for i := range 100 {
+				must(t)(srv.Update(labeledPod("a", string(rune('1'+i)))))
+			}
+			synctest.Wait()
+			close(gate)
+			require.True(t, WaitForCacheSync(ctx.Done(), reg.HasSynced))
+			synctest.Wait()
+			assert.Equal(t, want, updates, "bound %d", bound)
+			cancel()
+			<-done
+		})
+	}
 }

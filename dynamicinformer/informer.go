@@ -116,7 +116,9 @@ func NewDynamicSharedInformerFactoryWithOptions(client dynamic.Interface, defaul
 	for _, opt := range options {
 		opt(&s)
 	}
-	return build.NewGVRFactory(func(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
+	// Named as the typed factory's: metrics without a reserved name.
+	s.build.Name = cache.NewDerivedInformerName("dynamicinformer")
+	return build.NewGVRFactory(s.build.Name, func(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
 		return newInformer(client, gvr, s.namespace, defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, s.tweak, s.build)
 	})
 }

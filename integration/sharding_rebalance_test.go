@@ -486,8 +486,16 @@ func checkShardRebalancing(t *testing.T, gate bool) {
 		return d == "", d
 	})
 	join := meter.phase(time.Now())
-	if n := len(g.replicas["r3"].mi.GetStore().ListKeys()); n == 0 {
-		t.Error("the fourth replica took over nothing")
+	r3Keys, total := len(g.replicas["r3"].mi.GetStore().ListKeys()), len(truth.GetStore().ListKeys())
+	if r3Keys < total/8 || r3Keys > total*3/8 {
+		t.Errorf("the fourth replica holds %d of %d widgets, want about a quarter", r3Keys, total)
+	}
+	wantMode := sharding.ModeServer
+	if !gate {
+		wantMode = sharding.ModeClient // the server ignores the selector: the replica filters
+	}
+	if m := g.replicas["r3"].mi.ListWatch().Mode(); m != wantMode {
+		t.Errorf("the fourth replica filters in mode %v, want %v", m, wantMode)
 	}
 
 	// A graceful leave: r3 deletes its Lease and keeps serving for its Handover; the others
@@ -507,8 +515,8 @@ func checkShardRebalancing(t *testing.T, gate bool) {
 	})
 	leave := meter.phase(time.Now())
 
-	t.Logf("gate %v: r3 synced its range %v after starting; overlap %v on the join, %v on the leave (real time; the membership clock waited for the syncs); %d+%d writes at 20/s",
-		gate, joinedAfter.Round(time.Millisecond), join.overlap.Round(time.Millisecond), leave.overlap.Round(time.Millisecond), joinWrites, leaveWrites)
+	t.Logf("gate %v (filtering: %v): r3 held %d of %d widgets after the join; r3 synced its range %v after starting; overlap %v on the join, %v on the leave (real time; the membership clock waited for the syncs); %d+%d writes at 20/s",
+		gate, wantMode, r3Keys, total, joinedAfter.Round(time.Millisecond), join.overlap.Round(time.Millisecond), leave.overlap.Round(time.Millisecond), joinWrites, leaveWrites)
 	for _, c := range []struct {
 		what string
 		p    ownershipPhase

@@ -20,6 +20,10 @@ const (
 	kindWatch     = "watch"
 	kindWatchList = "watch-list" // watch with sendInitialEvents=true
 	kindOther     = "other"
+	// unanswered suffixes a kind to count its requests that got no
+	// response (refused, reset, cut before the headers): the server did
+	// no work for them.
+	unanswered = " unanswered"
 )
 
 // trafficProbe sits in a client's transport. It counts requests by kind,
@@ -97,6 +101,11 @@ func (p *trafficProbe) roundTrip(rt http.RoundTripper, req *http.Request) (*http
 		}
 	}
 	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		p.mu.Lock()
+		p.counts[kind+unanswered]++
+		p.mu.Unlock()
+	}
 	if kind == kindList || kind == kindWatch || kind == kindWatchList {
 		q := req.URL.Query()
 		outcome := fmt.Sprint(err)

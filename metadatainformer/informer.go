@@ -132,7 +132,9 @@ func NewSharedInformerFactoryWithOptions(client metadata.Interface, defaultResyn
 }
 
 func newFactory(client metadata.Interface, defaultResync time.Duration, s *settings) *build.GVRFactory {
-	return build.NewGVRFactory(func(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
+	// Named as the typed factory's: metrics without a reserved name.
+	s.build.Name = cache.NewDerivedInformerName("metadatainformer")
+	return build.NewGVRFactory(s.build.Name, func(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
 		informer := newInformer(client, gvr, s.namespace, defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, s.tweak, s.build)
 		_ = informer.Informer().SetTransform(s.transform)
 		return informer

@@ -18,16 +18,20 @@ import (
 // lock guards informers and runs (but for runs.Wait).
 type GVRFactory struct {
 	newInformer func(schema.GroupVersionResource) clientinformers.GenericInformer
+	// name is the metrics name of the informers, released by Shutdown.
+	name *cache.InformerName
 
 	lock      sync.Mutex
 	informers map[schema.GroupVersionResource]clientinformers.GenericInformer
 	runs      Runner[schema.GroupVersionResource]
 }
 
-// NewGVRFactory returns a factory making its informers with newInformer.
-func NewGVRFactory(newInformer func(schema.GroupVersionResource) clientinformers.GenericInformer) *GVRFactory {
+// NewGVRFactory returns a factory making its informers with newInformer,
+// which name for metrics (nil: none); Shutdown releases name.
+func NewGVRFactory(name *cache.InformerName, newInformer func(schema.GroupVersionResource) clientinformers.GenericInformer) *GVRFactory {
 	return &GVRFactory{
 		newInformer: newInformer,
+		name:        name,
 		informers:   map[schema.GroupVersionResource]clientinformers.GenericInformer{},
 	}
 }
@@ -106,13 +110,14 @@ func (f *GVRFactory) started() map[schema.GroupVersionResource]cache.SharedIndex
 	return started
 }
 
-// Shutdown stops starting informers and waits for the started ones to
-// return. Calls may overlap; each waits.
+// Shutdown stops starting informers, waits for the started ones to
+// return, then releases the informers' name. Calls may overlap; each waits.
 func (f *GVRFactory) Shutdown() {
 	f.lock.Lock()
 	f.runs.StopLocked()
 	f.lock.Unlock()
 	f.runs.Wait()
+	f.name.Release()
 }
 
 // Options are openinformer's settings for a dynamic or metadata factory's
@@ -131,6 +136,9 @@ type Options struct {
 	// Scope is what the factory's informers list beyond their resource:
 	// its namespace and request tweak (see SnapshotScope).
 	Scope cache.SnapshotScope
+	// Name, when set, is the metrics name of the informers: each gets
+	// Name.WithResource(gvr) as its Identifier, which Adjust may change.
+	Name *cache.InformerName
 }
 
 // Informer is the package-level Informer with o applied for gvr.
@@ -141,6 +149,9 @@ func (o Options) Informer(gvr schema.GroupVersionResource, lw cache.ListerWatche
 	}
 	return Informer(lw, obj, opts, func(opts *cache.SharedIndexInformerOptions) {
 		opts.ShardSelector = o.ShardSelector
+		if o.Name != nil {
+			opts.Identifier = o.Name.WithResource(gvr)
+		}
 		o.Snapshots.Apply(opts, gvr, o.Scope, shard)
 		for _, fn := range o.Adjust {
 			fn(gvr, opts)
