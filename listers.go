@@ -1,25 +1,41 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache/internal/objmeta"
+	internalstore "github.com/openinformer/cache/internal/store"
 )
 
 // ListAll passes every object of store matching selector to appendFn. An
 // empty selector selects everything without reading labels; an object
-// without metadata is an error otherwise.
+// without metadata is an error otherwise. A store of ours matches labels
+// before it reads objects, so a compact store decodes only what matches.
 func ListAll(store Store, selector labels.Selector, appendFn AppendFunc) error {
 	if labels.MatchesNothing(selector) {
 		return nil
 	}
+	if s, ok := store.(internalstore.Selecting); ok && !selector.Empty() {
+		objs, err := s.ListSelect(selector)
+		appendAll(objs, appendFn)
+		return err
+	}
 	return appendMatching(store.List(), "", selector, appendFn)
+}
+
+// appendAll passes each of objs to appendFn.
+func appendAll(objs []interface{}, appendFn AppendFunc) {
+	for _, obj := range objs {
+		appendFn(obj)
+	}
 }
 
 // appendMatching passes the objects in namespace ns (any, if "") whose
@@ -31,7 +47,7 @@ func appendMatching(objs []interface{}, ns string, selector labels.Selector, app
 			appendFn(obj)
 			continue
 		}
-		m, err := listedMeta(obj)
+		m, err := objmeta.Listed(obj)
 		if err != nil {
 			return err
 		}
@@ -40,16 +56,6 @@ func appendMatching(objs []interface{}, ns string, selector labels.Selector, app
 		}
 	}
 	return nil
-}
-
-// listedMeta returns obj's metadata with meta.Accessor's own error, as
-// client-go's listers do, but refuses typed nil pointers instead of
-// panicking on them.
-func listedMeta(obj interface{}) (metav1.Object, error) {
-	if isNilPointer(obj) {
-		return nil, errNilObject
-	}
-	return meta.Accessor(obj)
 }
 
 // ListAllByNamespace passes the objects of namespace matching selector to
@@ -62,12 +68,32 @@ func ListAllByNamespace(indexer Indexer, namespace string, selector labels.Selec
 	if namespace == metav1.NamespaceAll {
 		return ListAll(indexer, selector, appendFn)
 	}
-	objs, err := indexer.Index(NamespaceIndex, &metav1.ObjectMeta{Namespace: namespace})
-	if err != nil {
-		klog.TODO().Info("Warning: can not retrieve list of objects using index", "err", err)
+	objs, err := namespaceMembers(indexer, namespace, selector)
+	var lookup *internalstore.IndexLookupError
+	if errors.As(err, &lookup) {
+		klog.TODO().Info("Warning: can not retrieve list of objects using index", "err", lookup.Err)
 		return appendMatching(indexer.List(), namespace, selector, appendFn)
 	}
-	return appendMatching(objs, "", selector, appendFn)
+	appendAll(objs, appendFn)
+	return err
+}
+
+// namespaceMembers returns the objects of namespace that selector
+// matches, as the namespace index has them: matched by the store itself
+// where it can, or read through Index (whose errors come as an
+// *IndexLookupError) and matched here.
+func namespaceMembers(indexer Indexer, namespace string, selector labels.Selector) ([]interface{}, error) {
+	byNamespace := &metav1.ObjectMeta{Namespace: namespace}
+	if s, ok := indexer.(internalstore.Selecting); ok {
+		return s.IndexSelect(NamespaceIndex, byNamespace, selector)
+	}
+	objs, err := indexer.Index(NamespaceIndex, byNamespace)
+	if err != nil {
+		return nil, &internalstore.IndexLookupError{Err: err}
+	}
+	var matched []interface{}
+	err = appendMatching(objs, "", selector, func(obj interface{}) { matched = append(matched, obj) })
+	return matched, err
 }
 
 // NewGenericLister returns a GenericLister reading resource from indexer.

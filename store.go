@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/objmeta"
@@ -50,6 +52,7 @@ type cache struct {
 var (
 	_ Indexer          = &cache{}
 	_ TransactionStore = &cache{}
+	_ store.Selecting  = &cache{}
 )
 
 // NewStore returns a Store that keys objects with keyFunc.
@@ -182,6 +185,18 @@ func (c *cache) List() []interface{} {
 // ListKeys returns every key, from one consistent state.
 func (c *cache) ListKeys() []string {
 	return c.storage.ListKeys()
+}
+
+// ListSelect returns the objects whose labels sel matches, matched before
+// they are read (store.Selecting, for listers).
+func (c *cache) ListSelect(sel labels.Selector) ([]interface{}, error) {
+	return c.storage.ListSelect(sel)
+}
+
+// IndexSelect is ListSelect among the objects sharing any of obj's values
+// in the named index.
+func (c *cache) IndexSelect(indexName string, obj interface{}, sel labels.Selector) ([]interface{}, error) {
+	return c.storage.IndexSelect(indexName, obj, sel)
 }
 
 // LastStoreSyncResourceVersion returns the last resource version the store

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/labelset"
 	"github.com/openinformer/cache/internal/objmeta"
 	"github.com/openinformer/cache/internal/store"
 )
@@ -68,6 +69,9 @@ func (f *boxForm) View(key string, held any, _ bool) (any, error) {
 }
 
 func (f *boxForm) InPlace() bool { return false }
+
+// Labels are never known apart: selecting reads view every object.
+func (f *boxForm) Labels(string, any) (*labelset.Set, bool) { return nil, false }
 
 func (f *boxForm) HoldAhead(key string, obj any) (any, error) { return f.Hold(key, obj) }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/labelset"
 )
 
 // Compact is the Form of compact storage: the map holds each
@@ -27,12 +28,14 @@ type Compact struct {
 	mu    sync.Mutex
 	// hot is nil when the options turn the hot cache off.
 	hot *compact.HotCache[any]
+	// labels keeps each encoding's labels for selectors to match.
+	labels *heldLabels
 }
 
 // NewCompact returns a compact form whose hot cache keeps up to
 // hotObjects decoded objects; none when hotObjects is not positive.
 func NewCompact(hotObjects int) *Compact {
-	f := &Compact{}
+	f := &Compact{labels: newHeldLabels()}
 	if hotObjects > 0 {
 		f.hot = compact.NewHotCache[any](hotObjects)
 	}
@@ -46,6 +49,7 @@ func NewCompact(hotObjects int) *Compact {
 func (f *Compact) Hold(key string, obj any) (any, error) {
 	if e, ok := obj.(compact.Encoding); ok {
 		// Held ahead of a Replace (the store's Preheld): adopted as it is.
+		f.labels.adopt(key, e)
 		return e, nil
 	}
 	data, err := f.encode(key, obj)
@@ -55,6 +59,7 @@ func (f *Compact) Hold(key string, obj any) (any, error) {
 	if f.hot != nil {
 		f.hot.Put(key, data.Identity(), obj)
 	}
+	f.labels.put(key, data, obj)
 	return data, nil
 }
 
@@ -69,6 +74,7 @@ func (f *Compact) HoldAhead(key string, obj any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.labels.put(key, data, obj)
 	return data, nil
 }
 
@@ -146,7 +152,18 @@ func (f *Compact) View(key string, held any, keep bool) (any, error) {
 	if keep && f.hot != nil {
 		f.hot.Offer(key, e.Identity(), obj)
 	}
+	f.labels.offer(key, e, obj)
 	return obj, nil
+}
+
+// Labels returns the labels of held, key's encoding, when they were kept
+// at its write or at a read since.
+func (f *Compact) Labels(key string, held any) (*labelset.Set, bool) {
+	e, ok := held.(compact.Encoding)
+	if !ok {
+		return nil, false
+	}
+	return f.labels.get(key, e)
 }
 
 // decode decodes e with the codec that made it.
@@ -161,12 +178,13 @@ func (f *Compact) decode(e compact.Encoding) (runtime.Object, error) {
 // InPlace is false: the map holds encodings.
 func (*Compact) InPlace() bool { return false }
 
-// Drop forgets key's decoded object, so that the hot cache does not keep a
+// Drop forgets key's decoded object and labels, so that neither keeps a
 // deleted object's memory alive.
 func (f *Compact) Drop(key string) {
 	if f.hot != nil {
 		f.hot.Delete(key)
 	}
+	f.labels.drop(key)
 }
 
 // RecordCodec is the form's own codec of example's type, whose tag the

@@ -14,6 +14,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/labelset"
 )
 
 // Form converts between the objects callers see and what the store's map
@@ -50,6 +51,12 @@ type Form interface {
 	// never fail, so the store reads them under its lock and copies held
 	// values as objects, and it need not be told what was dropped.
 	InPlace() bool
+	// Labels returns the labels of the object held under key when the
+	// form knows them without viewing it; when ok is false the store views
+	// the object and reads them there. Stores match label selectors on
+	// them, so that a list decodes only the objects it returns. It must not
+	// block.
+	Labels(key string, held any) (set *labelset.Set, ok bool)
 	// RecordCodec returns the codec that writes a restart snapshot's
 	// records for objects of example's type, and whether held values are
 	// that codec's encodings already (else they are objects to encode).
@@ -68,6 +75,9 @@ func (Plain) HoldAhead(_ string, obj any) (any, error) { return obj, nil }
 
 // View returns held, the object itself.
 func (Plain) View(_ string, held any, _ bool) (any, error) { return held, nil }
+
+// Labels are read from the object itself.
+func (Plain) Labels(string, any) (*labelset.Set, bool) { return nil, false }
 
 // Drop keeps nothing to drop.
 func (Plain) Drop(string) {}

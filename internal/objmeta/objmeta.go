@@ -32,6 +32,19 @@ func Accessor(obj any) (metav1.Object, error) {
 	return m, nil
 }
 
+// Listed returns obj's metadata as a lister reads it: with
+// meta.Accessor's own error, as client-go's listers return it, but a clear
+// error for a typed nil pointer, on which they panic.
+func Listed(obj any) (metav1.Object, error) {
+	if IsNilPointer(obj) {
+		return nil, ErrNilObject
+	}
+	if m, ok := obj.(metav1.Object); ok {
+		return m, nil
+	}
+	return meta.Accessor(obj)
+}
+
 // IsNilPointer reports whether obj is a non-nil interface holding a nil pointer.
 func IsNilPointer(obj any) bool {
 	v := reflect.ValueOf(obj)

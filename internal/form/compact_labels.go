@@ -1,0 +1,117 @@
+package form
+
+import (
+	"hash/maphash"
+	"sync"
+	"unsafe"
+
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/labelset"
+	"github.com/openinformer/cache/internal/objmeta"
+)
+
+// heldLabels keeps the labels of each key's encoding, so that a label
+// selector is matched before anything is decoded: they are taken from the
+// caller's object when it is held, or from the object a read decodes.
+// An entry is valid for the very encoding it was made for (its identity,
+// as the hot cache's entries are), so a hold racing a delete's drop, or an
+// encoding adopted from a restart snapshot, reads as unknown, never wrong.
+// An entry keeps its encoding alive until it is replaced or dropped, so
+// that the identity is never reused meanwhile.
+//
+// It is spread over shards, each with its own lock, as readers of many
+// keys run beside the writer.
+type heldLabels struct {
+	seed     maphash.Seed
+	interner labelset.Interner
+	shards   [labelShards]labelShard
+}
+
+const labelShards = 16
+
+// labelShard is one shard of heldLabels; mu guards byKey.
+type labelShard struct {
+	mu    sync.Mutex
+	byKey map[string]labelEntry
+}
+
+// labelEntry is the labels of one encoding.
+type labelEntry struct {
+	identity *byte
+	set      *labelset.Set
+}
+
+func newHeldLabels() *heldLabels {
+	h := &heldLabels{seed: maphash.MakeSeed()}
+	for i := range h.shards {
+		h.shards[i].byKey = map[string]labelEntry{}
+	}
+	return h
+}
+
+func (h *heldLabels) shard(key string) *labelShard {
+	return &h.shards[maphash.String(h.seed, key)%labelShards]
+}
+
+// identity is what tells e apart from every other live encoding.
+func identity(e compact.Encoding) *byte { return unsafe.SliceData(e.Identity()) }
+
+// put records the labels of obj, the object e encodes; objects without
+// metadata of their own have none to record.
+func (h *heldLabels) put(key string, e compact.Encoding, obj any) {
+	m, ok := objmeta.Of(obj)
+	if !ok {
+		return
+	}
+	set := h.interner.Intern(m.GetLabels())
+	s := h.shard(key)
+	s.mu.Lock()
+	s.byKey[key] = labelEntry{identity: identity(e), set: set}
+	s.mu.Unlock()
+}
+
+// offer is put for a key without an entry: a read records what no write
+// has. A key's entry for another encoding stays, as the encoding read may
+// be the one a write is replacing (an update's old object).
+func (h *heldLabels) offer(key string, e compact.Encoding, obj any) {
+	s := h.shard(key)
+	s.mu.Lock()
+	_, known := s.byKey[key]
+	s.mu.Unlock()
+	if !known {
+		h.put(key, e, obj)
+	}
+}
+
+// adopt keeps key's entry only if it is e's: e was held elsewhere (a
+// watch-list's buffer, which recorded its labels, or a restart snapshot,
+// which did not), and an entry for another encoding would keep a read
+// from learning e's.
+func (h *heldLabels) adopt(key string, e compact.Encoding) {
+	s := h.shard(key)
+	s.mu.Lock()
+	if entry, ok := s.byKey[key]; ok && entry.identity != identity(e) {
+		delete(s.byKey, key)
+	}
+	s.mu.Unlock()
+}
+
+// get returns the labels of e, held under key, if known.
+func (h *heldLabels) get(key string, e compact.Encoding) (*labelset.Set, bool) {
+	s := h.shard(key)
+	s.mu.Lock()
+	entry, ok := s.byKey[key]
+	s.mu.Unlock()
+	if !ok || entry.identity != identity(e) {
+		return nil, false
+	}
+	return entry.set, true
+}
+
+// drop forgets key's labels.
+func (h *heldLabels) drop(key string) {
+	s := h.shard(key)
+	s.mu.Lock()
+	delete(s.byKey, key)
+	s.mu.Unlock()
+}
