@@ -25,7 +25,7 @@ const (
 	listerPicks = listerPods / 100
 )
 
-// listerPodsOnce are the realistic pods of one namespace, one in a hundred
+// listerPodsOnce are the realistic pods of one namespace, one in 101
 // labelled pick=yes, the others sharing a few label sets as a
 // Deployment's pods do.
 var listerPodsOnce = sync.OnceValue(func() []*v1.Pod {
@@ -33,7 +33,7 @@ var listerPodsOnce = sync.OnceValue(func() []*v1.Pod {
 	for i, p := range pods {
 		p.Namespace = "busy"
 		p.Labels = map[string]string{"app": "web", "pod-template-hash": "h" + strconv.Itoa(i%4)}
-		if i%100 == 0 {
+		if i%101 == 0 { // 100 pods, of every Deployment
 			p.Labels["pick"] = "yes"
 		}
 	}
