@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	clientdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/dynamic/dynamiclister"
 	clientinformers "k8s.io/client-go/informers"
 )
 
@@ -143,6 +142,6 @@ func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, name
 		ObjectDescription: gvr.String(),
 	})
 	return &build.GenericInformer{Shared: informer, NewLister: func(indexer cache.Indexer) cache.GenericLister {
-		return dynamiclister.NewRuntimeObjectShim(dynamiclister.New(indexer, gvr))
+		return build.NewShimLister[*unstructured.Unstructured](indexer, gvr.GroupResource())
 	}}
 }

@@ -25,7 +25,6 @@ import (
 	clientinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
 	clientmetadatainformer "k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/metadata/metadatalister"
 )
 
 // SharedInformerFactory is client-go's metadata factory interface.
@@ -157,6 +156,6 @@ func newInformer(client metadata.Interface, gvr schema.GroupVersionResource, nam
 		})
 	informer := o.Informer(gvr, lw, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})
 	return &build.GenericInformer{Shared: informer, NewLister: func(indexer cache.Indexer) cache.GenericLister {
-		return metadatalister.NewRuntimeObjectShim(metadatalister.New(indexer, gvr))
+		return build.NewShimLister[*metav1.PartialObjectMetadata](indexer, gvr.GroupResource())
 	}}
 }
