@@ -58,158 +58,259 @@ import (
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	admissionregistration "k8s.io/client-go/informers/admissionregistration"
+	admissionregistrationv1informers "k8s.io/client-go/informers/admissionregistration/v1"
+	admissionregistrationv1alpha1informers "k8s.io/client-go/informers/admissionregistration/v1alpha1"
+	admissionregistrationv1beta1informers "k8s.io/client-go/informers/admissionregistration/v1beta1"
 	apiserverinternal "k8s.io/client-go/informers/apiserverinternal"
+	apiserverinternalv1alpha1informers "k8s.io/client-go/informers/apiserverinternal/v1alpha1"
 	apps "k8s.io/client-go/informers/apps"
+	appsv1informers "k8s.io/client-go/informers/apps/v1"
+	appsv1beta1informers "k8s.io/client-go/informers/apps/v1beta1"
+	appsv1beta2informers "k8s.io/client-go/informers/apps/v1beta2"
 	autoscaling "k8s.io/client-go/informers/autoscaling"
+	autoscalingv1informers "k8s.io/client-go/informers/autoscaling/v1"
+	autoscalingv2informers "k8s.io/client-go/informers/autoscaling/v2"
 	batch "k8s.io/client-go/informers/batch"
+	batchv1informers "k8s.io/client-go/informers/batch/v1"
+	batchv1beta1informers "k8s.io/client-go/informers/batch/v1beta1"
 	certificates "k8s.io/client-go/informers/certificates"
+	certificatesv1informers "k8s.io/client-go/informers/certificates/v1"
+	certificatesv1alpha1informers "k8s.io/client-go/informers/certificates/v1alpha1"
+	certificatesv1beta1informers "k8s.io/client-go/informers/certificates/v1beta1"
 	coordination "k8s.io/client-go/informers/coordination"
+	coordinationv1informers "k8s.io/client-go/informers/coordination/v1"
+	coordinationv1alpha2informers "k8s.io/client-go/informers/coordination/v1alpha2"
+	coordinationv1beta1informers "k8s.io/client-go/informers/coordination/v1beta1"
 	core "k8s.io/client-go/informers/core"
+	corev1informers "k8s.io/client-go/informers/core/v1"
 	discovery "k8s.io/client-go/informers/discovery"
+	discoveryv1informers "k8s.io/client-go/informers/discovery/v1"
+	discoveryv1beta1informers "k8s.io/client-go/informers/discovery/v1beta1"
 	events "k8s.io/client-go/informers/events"
+	eventsv1informers "k8s.io/client-go/informers/events/v1"
+	eventsv1beta1informers "k8s.io/client-go/informers/events/v1beta1"
 	extensions "k8s.io/client-go/informers/extensions"
+	extensionsv1beta1informers "k8s.io/client-go/informers/extensions/v1beta1"
 	flowcontrol "k8s.io/client-go/informers/flowcontrol"
+	flowcontrolv1informers "k8s.io/client-go/informers/flowcontrol/v1"
+	flowcontrolv1beta1informers "k8s.io/client-go/informers/flowcontrol/v1beta1"
+	flowcontrolv1beta2informers "k8s.io/client-go/informers/flowcontrol/v1beta2"
+	flowcontrolv1beta3informers "k8s.io/client-go/informers/flowcontrol/v1beta3"
 	lifecycle "k8s.io/client-go/informers/lifecycle"
+	lifecyclev1alpha1informers "k8s.io/client-go/informers/lifecycle/v1alpha1"
 	networking "k8s.io/client-go/informers/networking"
+	networkingv1informers "k8s.io/client-go/informers/networking/v1"
+	networkingv1beta1informers "k8s.io/client-go/informers/networking/v1beta1"
 	node "k8s.io/client-go/informers/node"
+	nodev1informers "k8s.io/client-go/informers/node/v1"
+	nodev1alpha1informers "k8s.io/client-go/informers/node/v1alpha1"
+	nodev1beta1informers "k8s.io/client-go/informers/node/v1beta1"
 	policy "k8s.io/client-go/informers/policy"
+	policyv1informers "k8s.io/client-go/informers/policy/v1"
+	policyv1beta1informers "k8s.io/client-go/informers/policy/v1beta1"
 	rbac "k8s.io/client-go/informers/rbac"
+	rbacv1informers "k8s.io/client-go/informers/rbac/v1"
+	rbacv1alpha1informers "k8s.io/client-go/informers/rbac/v1alpha1"
+	rbacv1beta1informers "k8s.io/client-go/informers/rbac/v1beta1"
 	resource "k8s.io/client-go/informers/resource"
+	resourcev1informers "k8s.io/client-go/informers/resource/v1"
+	resourcev1alpha3informers "k8s.io/client-go/informers/resource/v1alpha3"
+	resourcev1beta1informers "k8s.io/client-go/informers/resource/v1beta1"
+	resourcev1beta2informers "k8s.io/client-go/informers/resource/v1beta2"
 	scheduling "k8s.io/client-go/informers/scheduling"
+	schedulingv1informers "k8s.io/client-go/informers/scheduling/v1"
+	schedulingv1alpha3informers "k8s.io/client-go/informers/scheduling/v1alpha3"
+	schedulingv1beta1informers "k8s.io/client-go/informers/scheduling/v1beta1"
 	storage "k8s.io/client-go/informers/storage"
+	storagev1informers "k8s.io/client-go/informers/storage/v1"
+	storagev1alpha1informers "k8s.io/client-go/informers/storage/v1alpha1"
+	storagev1beta1informers "k8s.io/client-go/informers/storage/v1beta1"
 	storagemigration "k8s.io/client-go/informers/storagemigration"
+	storagemigrationv1informers "k8s.io/client-go/informers/storagemigration/v1"
+	storagemigrationv1beta1informers "k8s.io/client-go/informers/storagemigration/v1beta1"
 	"k8s.io/client-go/kubernetes"
+	admissionregistrationv1listers "k8s.io/client-go/listers/admissionregistration/v1"
+	admissionregistrationv1alpha1listers "k8s.io/client-go/listers/admissionregistration/v1alpha1"
+	admissionregistrationv1beta1listers "k8s.io/client-go/listers/admissionregistration/v1beta1"
+	apiserverinternalv1alpha1listers "k8s.io/client-go/listers/apiserverinternal/v1alpha1"
+	appsv1listers "k8s.io/client-go/listers/apps/v1"
+	appsv1beta1listers "k8s.io/client-go/listers/apps/v1beta1"
+	appsv1beta2listers "k8s.io/client-go/listers/apps/v1beta2"
+	autoscalingv1listers "k8s.io/client-go/listers/autoscaling/v1"
+	autoscalingv2listers "k8s.io/client-go/listers/autoscaling/v2"
+	batchv1listers "k8s.io/client-go/listers/batch/v1"
+	batchv1beta1listers "k8s.io/client-go/listers/batch/v1beta1"
+	certificatesv1listers "k8s.io/client-go/listers/certificates/v1"
+	certificatesv1alpha1listers "k8s.io/client-go/listers/certificates/v1alpha1"
+	certificatesv1beta1listers "k8s.io/client-go/listers/certificates/v1beta1"
+	coordinationv1listers "k8s.io/client-go/listers/coordination/v1"
+	coordinationv1alpha2listers "k8s.io/client-go/listers/coordination/v1alpha2"
+	coordinationv1beta1listers "k8s.io/client-go/listers/coordination/v1beta1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	discoveryv1listers "k8s.io/client-go/listers/discovery/v1"
+	discoveryv1beta1listers "k8s.io/client-go/listers/discovery/v1beta1"
+	eventsv1listers "k8s.io/client-go/listers/events/v1"
+	eventsv1beta1listers "k8s.io/client-go/listers/events/v1beta1"
+	extensionsv1beta1listers "k8s.io/client-go/listers/extensions/v1beta1"
+	flowcontrolv1listers "k8s.io/client-go/listers/flowcontrol/v1"
+	flowcontrolv1beta1listers "k8s.io/client-go/listers/flowcontrol/v1beta1"
+	flowcontrolv1beta2listers "k8s.io/client-go/listers/flowcontrol/v1beta2"
+	flowcontrolv1beta3listers "k8s.io/client-go/listers/flowcontrol/v1beta3"
+	lifecyclev1alpha1listers "k8s.io/client-go/listers/lifecycle/v1alpha1"
+	networkingv1listers "k8s.io/client-go/listers/networking/v1"
+	networkingv1beta1listers "k8s.io/client-go/listers/networking/v1beta1"
+	nodev1listers "k8s.io/client-go/listers/node/v1"
+	nodev1alpha1listers "k8s.io/client-go/listers/node/v1alpha1"
+	nodev1beta1listers "k8s.io/client-go/listers/node/v1beta1"
+	policyv1listers "k8s.io/client-go/listers/policy/v1"
+	policyv1beta1listers "k8s.io/client-go/listers/policy/v1beta1"
+	rbacv1listers "k8s.io/client-go/listers/rbac/v1"
+	rbacv1alpha1listers "k8s.io/client-go/listers/rbac/v1alpha1"
+	rbacv1beta1listers "k8s.io/client-go/listers/rbac/v1beta1"
+	resourcev1listers "k8s.io/client-go/listers/resource/v1"
+	resourcev1alpha3listers "k8s.io/client-go/listers/resource/v1alpha3"
+	resourcev1beta1listers "k8s.io/client-go/listers/resource/v1beta1"
+	resourcev1beta2listers "k8s.io/client-go/listers/resource/v1beta2"
+	schedulingv1listers "k8s.io/client-go/listers/scheduling/v1"
+	schedulingv1alpha3listers "k8s.io/client-go/listers/scheduling/v1alpha3"
+	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
+	storagev1listers "k8s.io/client-go/listers/storage/v1"
+	storagev1alpha1listers "k8s.io/client-go/listers/storage/v1alpha1"
+	storagev1beta1listers "k8s.io/client-go/listers/storage/v1beta1"
+	storagemigrationv1listers "k8s.io/client-go/listers/storagemigration/v1"
+	storagemigrationv1beta1listers "k8s.io/client-go/listers/storagemigration/v1beta1"
 	"reflect"
 )
 
-// Admissionregistration returns client-go's admissionregistration group informers, built on this factory.
+// Admissionregistration returns client-go's admissionregistration group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Admissionregistration() admissionregistration.Interface {
 	f.use("Admissionregistration", admissionregistrationBuiltins)
-	return admissionregistration.New(f, f.namespace, f.tweakListOptions)
+	return admissionregistrationGroup{admissionregistration.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Internal returns client-go's apiserverinternal group informers, built on this factory.
+// Internal returns client-go's apiserverinternal group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Internal() apiserverinternal.Interface {
 	f.use("Internal", apiserverinternalBuiltins)
-	return apiserverinternal.New(f, f.namespace, f.tweakListOptions)
+	return apiserverinternalGroup{apiserverinternal.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Apps returns client-go's apps group informers, built on this factory.
+// Apps returns client-go's apps group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Apps() apps.Interface {
 	f.use("Apps", appsBuiltins)
-	return apps.New(f, f.namespace, f.tweakListOptions)
+	return appsGroup{apps.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Autoscaling returns client-go's autoscaling group informers, built on this factory.
+// Autoscaling returns client-go's autoscaling group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Autoscaling() autoscaling.Interface {
 	f.use("Autoscaling", autoscalingBuiltins)
-	return autoscaling.New(f, f.namespace, f.tweakListOptions)
+	return autoscalingGroup{autoscaling.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Batch returns client-go's batch group informers, built on this factory.
+// Batch returns client-go's batch group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Batch() batch.Interface {
 	f.use("Batch", batchBuiltins)
-	return batch.New(f, f.namespace, f.tweakListOptions)
+	return batchGroup{batch.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Certificates returns client-go's certificates group informers, built on this factory.
+// Certificates returns client-go's certificates group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Certificates() certificates.Interface {
 	f.use("Certificates", certificatesBuiltins)
-	return certificates.New(f, f.namespace, f.tweakListOptions)
+	return certificatesGroup{certificates.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Coordination returns client-go's coordination group informers, built on this factory.
+// Coordination returns client-go's coordination group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Coordination() coordination.Interface {
 	f.use("Coordination", coordinationBuiltins)
-	return coordination.New(f, f.namespace, f.tweakListOptions)
+	return coordinationGroup{coordination.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Core returns client-go's core group informers, built on this factory.
+// Core returns client-go's core group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Core() core.Interface {
 	f.use("Core", coreBuiltins)
-	return core.New(f, f.namespace, f.tweakListOptions)
+	return coreGroup{core.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Discovery returns client-go's discovery group informers, built on this factory.
+// Discovery returns client-go's discovery group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Discovery() discovery.Interface {
 	f.use("Discovery", discoveryBuiltins)
-	return discovery.New(f, f.namespace, f.tweakListOptions)
+	return discoveryGroup{discovery.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Events returns client-go's events group informers, built on this factory.
+// Events returns client-go's events group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Events() events.Interface {
 	f.use("Events", eventsBuiltins)
-	return events.New(f, f.namespace, f.tweakListOptions)
+	return eventsGroup{events.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Extensions returns client-go's extensions group informers, built on this factory.
+// Extensions returns client-go's extensions group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Extensions() extensions.Interface {
 	f.use("Extensions", extensionsBuiltins)
-	return extensions.New(f, f.namespace, f.tweakListOptions)
+	return extensionsGroup{extensions.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Flowcontrol returns client-go's flowcontrol group informers, built on this factory.
+// Flowcontrol returns client-go's flowcontrol group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Flowcontrol() flowcontrol.Interface {
 	f.use("Flowcontrol", flowcontrolBuiltins)
-	return flowcontrol.New(f, f.namespace, f.tweakListOptions)
+	return flowcontrolGroup{flowcontrol.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Lifecycle returns client-go's lifecycle group informers, built on this factory.
+// Lifecycle returns client-go's lifecycle group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Lifecycle() lifecycle.Interface {
 	f.use("Lifecycle", lifecycleBuiltins)
-	return lifecycle.New(f, f.namespace, f.tweakListOptions)
+	return lifecycleGroup{lifecycle.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Networking returns client-go's networking group informers, built on this factory.
+// Networking returns client-go's networking group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Networking() networking.Interface {
 	f.use("Networking", networkingBuiltins)
-	return networking.New(f, f.namespace, f.tweakListOptions)
+	return networkingGroup{networking.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Node returns client-go's node group informers, built on this factory.
+// Node returns client-go's node group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Node() node.Interface {
 	f.use("Node", nodeBuiltins)
-	return node.New(f, f.namespace, f.tweakListOptions)
+	return nodeGroup{node.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Policy returns client-go's policy group informers, built on this factory.
+// Policy returns client-go's policy group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Policy() policy.Interface {
 	f.use("Policy", policyBuiltins)
-	return policy.New(f, f.namespace, f.tweakListOptions)
+	return policyGroup{policy.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Rbac returns client-go's rbac group informers, built on this factory.
+// Rbac returns client-go's rbac group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Rbac() rbac.Interface {
 	f.use("Rbac", rbacBuiltins)
-	return rbac.New(f, f.namespace, f.tweakListOptions)
+	return rbacGroup{rbac.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Resource returns client-go's resource group informers, built on this factory.
+// Resource returns client-go's resource group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Resource() resource.Interface {
 	f.use("Resource", resourceBuiltins)
-	return resource.New(f, f.namespace, f.tweakListOptions)
+	return resourceGroup{resource.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Scheduling returns client-go's scheduling group informers, built on this factory.
+// Scheduling returns client-go's scheduling group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Scheduling() scheduling.Interface {
 	f.use("Scheduling", schedulingBuiltins)
-	return scheduling.New(f, f.namespace, f.tweakListOptions)
+	return schedulingGroup{scheduling.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Storage returns client-go's storage group informers, built on this factory.
+// Storage returns client-go's storage group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Storage() storage.Interface {
 	f.use("Storage", storageBuiltins)
-	return storage.New(f, f.namespace, f.tweakListOptions)
+	return storageGroup{storage.New(f, f.namespace, f.tweakListOptions)}
 }
 
-// Storagemigration returns client-go's storagemigration group informers, built on this factory.
+// Storagemigration returns client-go's storagemigration group informers, built on this factory, with listers of ours.
 func (f *sharedInformerFactory) Storagemigration() storagemigration.Interface {
 	f.use("Storagemigration", storagemigrationBuiltins)
-	return storagemigration.New(f, f.namespace, f.tweakListOptions)
+	return storagemigrationGroup{storagemigration.New(f, f.namespace, f.tweakListOptions)}
 }
 
 // informerForResource returns the informer ForResource serves for gvr.
@@ -2182,4 +2283,5123 @@ func storagemigrationBuiltins() builtinGroup {
 			},
 		},
 	}
+}
+
+// admissionregistrationGroup is client-go's admissionregistration group whose listers are ours.
+type admissionregistrationGroup struct {
+	admissionregistration.Interface
+}
+
+// V1 returns the version's informers, their listers ours.
+func (g admissionregistrationGroup) V1() admissionregistrationv1informers.Interface {
+	return admissionregistrationV1{g.Interface.V1()}
+}
+
+// admissionregistrationV1 is client-go's admissionregistration/v1 informers whose listers are ours.
+type admissionregistrationV1 struct {
+	admissionregistrationv1informers.Interface
+}
+
+// MutatingAdmissionPolicies returns the resource's informer, its lister ours.
+func (v admissionregistrationV1) MutatingAdmissionPolicies() admissionregistrationv1informers.TypedMutatingAdmissionPolicyInformer {
+	return admissionregistrationV1MutatingAdmissionPolicyInformer{v.Interface.MutatingAdmissionPolicies()}
+}
+
+type admissionregistrationV1MutatingAdmissionPolicyInformer struct {
+	admissionregistrationv1informers.TypedMutatingAdmissionPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1MutatingAdmissionPolicyInformer) Lister() admissionregistrationv1listers.MutatingAdmissionPolicyLister {
+	return admissionregistrationV1MutatingAdmissionPolicyLister{MutatingAdmissionPolicyLister: i.TypedMutatingAdmissionPolicyInformer.Lister(), typed: newTypedLister[*v1.MutatingAdmissionPolicy](i.Informer().GetIndexer(), v1.Resource("mutatingadmissionpolicy"))}
+}
+
+type admissionregistrationV1MutatingAdmissionPolicyLister struct {
+	admissionregistrationv1listers.MutatingAdmissionPolicyLister
+	typed typedLister[*v1.MutatingAdmissionPolicy]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1MutatingAdmissionPolicyLister) List(selector labels.Selector) ([]*v1.MutatingAdmissionPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// MutatingAdmissionPolicyBindings returns the resource's informer, its lister ours.
+func (v admissionregistrationV1) MutatingAdmissionPolicyBindings() admissionregistrationv1informers.TypedMutatingAdmissionPolicyBindingInformer {
+	return admissionregistrationV1MutatingAdmissionPolicyBindingInformer{v.Interface.MutatingAdmissionPolicyBindings()}
+}
+
+type admissionregistrationV1MutatingAdmissionPolicyBindingInformer struct {
+	admissionregistrationv1informers.TypedMutatingAdmissionPolicyBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1MutatingAdmissionPolicyBindingInformer) Lister() admissionregistrationv1listers.MutatingAdmissionPolicyBindingLister {
+	return admissionregistrationV1MutatingAdmissionPolicyBindingLister{MutatingAdmissionPolicyBindingLister: i.TypedMutatingAdmissionPolicyBindingInformer.Lister(), typed: newTypedLister[*v1.MutatingAdmissionPolicyBinding](i.Informer().GetIndexer(), v1.Resource("mutatingadmissionpolicybinding"))}
+}
+
+type admissionregistrationV1MutatingAdmissionPolicyBindingLister struct {
+	admissionregistrationv1listers.MutatingAdmissionPolicyBindingLister
+	typed typedLister[*v1.MutatingAdmissionPolicyBinding]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1MutatingAdmissionPolicyBindingLister) List(selector labels.Selector) ([]*v1.MutatingAdmissionPolicyBinding, error) {
+	return l.typed.List(selector)
+}
+
+// MutatingWebhookConfigurations returns the resource's informer, its lister ours.
+func (v admissionregistrationV1) MutatingWebhookConfigurations() admissionregistrationv1informers.TypedMutatingWebhookConfigurationInformer {
+	return admissionregistrationV1MutatingWebhookConfigurationInformer{v.Interface.MutatingWebhookConfigurations()}
+}
+
+type admissionregistrationV1MutatingWebhookConfigurationInformer struct {
+	admissionregistrationv1informers.TypedMutatingWebhookConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1MutatingWebhookConfigurationInformer) Lister() admissionregistrationv1listers.MutatingWebhookConfigurationLister {
+	return admissionregistrationV1MutatingWebhookConfigurationLister{MutatingWebhookConfigurationLister: i.TypedMutatingWebhookConfigurationInformer.Lister(), typed: newTypedLister[*v1.MutatingWebhookConfiguration](i.Informer().GetIndexer(), v1.Resource("mutatingwebhookconfiguration"))}
+}
+
+type admissionregistrationV1MutatingWebhookConfigurationLister struct {
+	admissionregistrationv1listers.MutatingWebhookConfigurationLister
+	typed typedLister[*v1.MutatingWebhookConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1MutatingWebhookConfigurationLister) List(selector labels.Selector) ([]*v1.MutatingWebhookConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingAdmissionPolicies returns the resource's informer, its lister ours.
+func (v admissionregistrationV1) ValidatingAdmissionPolicies() admissionregistrationv1informers.TypedValidatingAdmissionPolicyInformer {
+	return admissionregistrationV1ValidatingAdmissionPolicyInformer{v.Interface.ValidatingAdmissionPolicies()}
+}
+
+type admissionregistrationV1ValidatingAdmissionPolicyInformer struct {
+	admissionregistrationv1informers.TypedValidatingAdmissionPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1ValidatingAdmissionPolicyInformer) Lister() admissionregistrationv1listers.ValidatingAdmissionPolicyLister {
+	return admissionregistrationV1ValidatingAdmissionPolicyLister{ValidatingAdmissionPolicyLister: i.TypedValidatingAdmissionPolicyInformer.Lister(), typed: newTypedLister[*v1.ValidatingAdmissionPolicy](i.Informer().GetIndexer(), v1.Resource("validatingadmissionpolicy"))}
+}
+
+type admissionregistrationV1ValidatingAdmissionPolicyLister struct {
+	admissionregistrationv1listers.ValidatingAdmissionPolicyLister
+	typed typedLister[*v1.ValidatingAdmissionPolicy]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1ValidatingAdmissionPolicyLister) List(selector labels.Selector) ([]*v1.ValidatingAdmissionPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingAdmissionPolicyBindings returns the resource's informer, its lister ours.
+func (v admissionregistrationV1) ValidatingAdmissionPolicyBindings() admissionregistrationv1informers.TypedValidatingAdmissionPolicyBindingInformer {
+	return admissionregistrationV1ValidatingAdmissionPolicyBindingInformer{v.Interface.ValidatingAdmissionPolicyBindings()}
+}
+
+type admissionregistrationV1ValidatingAdmissionPolicyBindingInformer struct {
+	admissionregistrationv1informers.TypedValidatingAdmissionPolicyBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1ValidatingAdmissionPolicyBindingInformer) Lister() admissionregistrationv1listers.ValidatingAdmissionPolicyBindingLister {
+	return admissionregistrationV1ValidatingAdmissionPolicyBindingLister{ValidatingAdmissionPolicyBindingLister: i.TypedValidatingAdmissionPolicyBindingInformer.Lister(), typed: newTypedLister[*v1.ValidatingAdmissionPolicyBinding](i.Informer().GetIndexer(), v1.Resource("validatingadmissionpolicybinding"))}
+}
+
+type admissionregistrationV1ValidatingAdmissionPolicyBindingLister struct {
+	admissionregistrationv1listers.ValidatingAdmissionPolicyBindingLister
+	typed typedLister[*v1.ValidatingAdmissionPolicyBinding]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1ValidatingAdmissionPolicyBindingLister) List(selector labels.Selector) ([]*v1.ValidatingAdmissionPolicyBinding, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingWebhookConfigurations returns the resource's informer, its lister ours.
+func (v admissionregistrationV1) ValidatingWebhookConfigurations() admissionregistrationv1informers.TypedValidatingWebhookConfigurationInformer {
+	return admissionregistrationV1ValidatingWebhookConfigurationInformer{v.Interface.ValidatingWebhookConfigurations()}
+}
+
+type admissionregistrationV1ValidatingWebhookConfigurationInformer struct {
+	admissionregistrationv1informers.TypedValidatingWebhookConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1ValidatingWebhookConfigurationInformer) Lister() admissionregistrationv1listers.ValidatingWebhookConfigurationLister {
+	return admissionregistrationV1ValidatingWebhookConfigurationLister{ValidatingWebhookConfigurationLister: i.TypedValidatingWebhookConfigurationInformer.Lister(), typed: newTypedLister[*v1.ValidatingWebhookConfiguration](i.Informer().GetIndexer(), v1.Resource("validatingwebhookconfiguration"))}
+}
+
+type admissionregistrationV1ValidatingWebhookConfigurationLister struct {
+	admissionregistrationv1listers.ValidatingWebhookConfigurationLister
+	typed typedLister[*v1.ValidatingWebhookConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1ValidatingWebhookConfigurationLister) List(selector labels.Selector) ([]*v1.ValidatingWebhookConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha1 returns the version's informers, their listers ours.
+func (g admissionregistrationGroup) V1alpha1() admissionregistrationv1alpha1informers.Interface {
+	return admissionregistrationV1alpha1{g.Interface.V1alpha1()}
+}
+
+// admissionregistrationV1alpha1 is client-go's admissionregistration/v1alpha1 informers whose listers are ours.
+type admissionregistrationV1alpha1 struct {
+	admissionregistrationv1alpha1informers.Interface
+}
+
+// MutatingAdmissionPolicies returns the resource's informer, its lister ours.
+func (v admissionregistrationV1alpha1) MutatingAdmissionPolicies() admissionregistrationv1alpha1informers.TypedMutatingAdmissionPolicyInformer {
+	return admissionregistrationV1alpha1MutatingAdmissionPolicyInformer{v.Interface.MutatingAdmissionPolicies()}
+}
+
+type admissionregistrationV1alpha1MutatingAdmissionPolicyInformer struct {
+	admissionregistrationv1alpha1informers.TypedMutatingAdmissionPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1alpha1MutatingAdmissionPolicyInformer) Lister() admissionregistrationv1alpha1listers.MutatingAdmissionPolicyLister {
+	return admissionregistrationV1alpha1MutatingAdmissionPolicyLister{MutatingAdmissionPolicyLister: i.TypedMutatingAdmissionPolicyInformer.Lister(), typed: newTypedLister[*v1alpha1.MutatingAdmissionPolicy](i.Informer().GetIndexer(), v1alpha1.Resource("mutatingadmissionpolicy"))}
+}
+
+type admissionregistrationV1alpha1MutatingAdmissionPolicyLister struct {
+	admissionregistrationv1alpha1listers.MutatingAdmissionPolicyLister
+	typed typedLister[*v1alpha1.MutatingAdmissionPolicy]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1alpha1MutatingAdmissionPolicyLister) List(selector labels.Selector) ([]*v1alpha1.MutatingAdmissionPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// MutatingAdmissionPolicyBindings returns the resource's informer, its lister ours.
+func (v admissionregistrationV1alpha1) MutatingAdmissionPolicyBindings() admissionregistrationv1alpha1informers.TypedMutatingAdmissionPolicyBindingInformer {
+	return admissionregistrationV1alpha1MutatingAdmissionPolicyBindingInformer{v.Interface.MutatingAdmissionPolicyBindings()}
+}
+
+type admissionregistrationV1alpha1MutatingAdmissionPolicyBindingInformer struct {
+	admissionregistrationv1alpha1informers.TypedMutatingAdmissionPolicyBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1alpha1MutatingAdmissionPolicyBindingInformer) Lister() admissionregistrationv1alpha1listers.MutatingAdmissionPolicyBindingLister {
+	return admissionregistrationV1alpha1MutatingAdmissionPolicyBindingLister{MutatingAdmissionPolicyBindingLister: i.TypedMutatingAdmissionPolicyBindingInformer.Lister(), typed: newTypedLister[*v1alpha1.MutatingAdmissionPolicyBinding](i.Informer().GetIndexer(), v1alpha1.Resource("mutatingadmissionpolicybinding"))}
+}
+
+type admissionregistrationV1alpha1MutatingAdmissionPolicyBindingLister struct {
+	admissionregistrationv1alpha1listers.MutatingAdmissionPolicyBindingLister
+	typed typedLister[*v1alpha1.MutatingAdmissionPolicyBinding]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1alpha1MutatingAdmissionPolicyBindingLister) List(selector labels.Selector) ([]*v1alpha1.MutatingAdmissionPolicyBinding, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingAdmissionPolicies returns the resource's informer, its lister ours.
+func (v admissionregistrationV1alpha1) ValidatingAdmissionPolicies() admissionregistrationv1alpha1informers.TypedValidatingAdmissionPolicyInformer {
+	return admissionregistrationV1alpha1ValidatingAdmissionPolicyInformer{v.Interface.ValidatingAdmissionPolicies()}
+}
+
+type admissionregistrationV1alpha1ValidatingAdmissionPolicyInformer struct {
+	admissionregistrationv1alpha1informers.TypedValidatingAdmissionPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1alpha1ValidatingAdmissionPolicyInformer) Lister() admissionregistrationv1alpha1listers.ValidatingAdmissionPolicyLister {
+	return admissionregistrationV1alpha1ValidatingAdmissionPolicyLister{ValidatingAdmissionPolicyLister: i.TypedValidatingAdmissionPolicyInformer.Lister(), typed: newTypedLister[*v1alpha1.ValidatingAdmissionPolicy](i.Informer().GetIndexer(), v1alpha1.Resource("validatingadmissionpolicy"))}
+}
+
+type admissionregistrationV1alpha1ValidatingAdmissionPolicyLister struct {
+	admissionregistrationv1alpha1listers.ValidatingAdmissionPolicyLister
+	typed typedLister[*v1alpha1.ValidatingAdmissionPolicy]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1alpha1ValidatingAdmissionPolicyLister) List(selector labels.Selector) ([]*v1alpha1.ValidatingAdmissionPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingAdmissionPolicyBindings returns the resource's informer, its lister ours.
+func (v admissionregistrationV1alpha1) ValidatingAdmissionPolicyBindings() admissionregistrationv1alpha1informers.TypedValidatingAdmissionPolicyBindingInformer {
+	return admissionregistrationV1alpha1ValidatingAdmissionPolicyBindingInformer{v.Interface.ValidatingAdmissionPolicyBindings()}
+}
+
+type admissionregistrationV1alpha1ValidatingAdmissionPolicyBindingInformer struct {
+	admissionregistrationv1alpha1informers.TypedValidatingAdmissionPolicyBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1alpha1ValidatingAdmissionPolicyBindingInformer) Lister() admissionregistrationv1alpha1listers.ValidatingAdmissionPolicyBindingLister {
+	return admissionregistrationV1alpha1ValidatingAdmissionPolicyBindingLister{ValidatingAdmissionPolicyBindingLister: i.TypedValidatingAdmissionPolicyBindingInformer.Lister(), typed: newTypedLister[*v1alpha1.ValidatingAdmissionPolicyBinding](i.Informer().GetIndexer(), v1alpha1.Resource("validatingadmissionpolicybinding"))}
+}
+
+type admissionregistrationV1alpha1ValidatingAdmissionPolicyBindingLister struct {
+	admissionregistrationv1alpha1listers.ValidatingAdmissionPolicyBindingLister
+	typed typedLister[*v1alpha1.ValidatingAdmissionPolicyBinding]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1alpha1ValidatingAdmissionPolicyBindingLister) List(selector labels.Selector) ([]*v1alpha1.ValidatingAdmissionPolicyBinding, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g admissionregistrationGroup) V1beta1() admissionregistrationv1beta1informers.Interface {
+	return admissionregistrationV1beta1{g.Interface.V1beta1()}
+}
+
+// admissionregistrationV1beta1 is client-go's admissionregistration/v1beta1 informers whose listers are ours.
+type admissionregistrationV1beta1 struct {
+	admissionregistrationv1beta1informers.Interface
+}
+
+// MutatingAdmissionPolicies returns the resource's informer, its lister ours.
+func (v admissionregistrationV1beta1) MutatingAdmissionPolicies() admissionregistrationv1beta1informers.TypedMutatingAdmissionPolicyInformer {
+	return admissionregistrationV1beta1MutatingAdmissionPolicyInformer{v.Interface.MutatingAdmissionPolicies()}
+}
+
+type admissionregistrationV1beta1MutatingAdmissionPolicyInformer struct {
+	admissionregistrationv1beta1informers.TypedMutatingAdmissionPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1beta1MutatingAdmissionPolicyInformer) Lister() admissionregistrationv1beta1listers.MutatingAdmissionPolicyLister {
+	return admissionregistrationV1beta1MutatingAdmissionPolicyLister{MutatingAdmissionPolicyLister: i.TypedMutatingAdmissionPolicyInformer.Lister(), typed: newTypedLister[*v1beta1.MutatingAdmissionPolicy](i.Informer().GetIndexer(), v1beta1.Resource("mutatingadmissionpolicy"))}
+}
+
+type admissionregistrationV1beta1MutatingAdmissionPolicyLister struct {
+	admissionregistrationv1beta1listers.MutatingAdmissionPolicyLister
+	typed typedLister[*v1beta1.MutatingAdmissionPolicy]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1beta1MutatingAdmissionPolicyLister) List(selector labels.Selector) ([]*v1beta1.MutatingAdmissionPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// MutatingAdmissionPolicyBindings returns the resource's informer, its lister ours.
+func (v admissionregistrationV1beta1) MutatingAdmissionPolicyBindings() admissionregistrationv1beta1informers.TypedMutatingAdmissionPolicyBindingInformer {
+	return admissionregistrationV1beta1MutatingAdmissionPolicyBindingInformer{v.Interface.MutatingAdmissionPolicyBindings()}
+}
+
+type admissionregistrationV1beta1MutatingAdmissionPolicyBindingInformer struct {
+	admissionregistrationv1beta1informers.TypedMutatingAdmissionPolicyBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1beta1MutatingAdmissionPolicyBindingInformer) Lister() admissionregistrationv1beta1listers.MutatingAdmissionPolicyBindingLister {
+	return admissionregistrationV1beta1MutatingAdmissionPolicyBindingLister{MutatingAdmissionPolicyBindingLister: i.TypedMutatingAdmissionPolicyBindingInformer.Lister(), typed: newTypedLister[*v1beta1.MutatingAdmissionPolicyBinding](i.Informer().GetIndexer(), v1beta1.Resource("mutatingadmissionpolicybinding"))}
+}
+
+type admissionregistrationV1beta1MutatingAdmissionPolicyBindingLister struct {
+	admissionregistrationv1beta1listers.MutatingAdmissionPolicyBindingLister
+	typed typedLister[*v1beta1.MutatingAdmissionPolicyBinding]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1beta1MutatingAdmissionPolicyBindingLister) List(selector labels.Selector) ([]*v1beta1.MutatingAdmissionPolicyBinding, error) {
+	return l.typed.List(selector)
+}
+
+// MutatingWebhookConfigurations returns the resource's informer, its lister ours.
+func (v admissionregistrationV1beta1) MutatingWebhookConfigurations() admissionregistrationv1beta1informers.TypedMutatingWebhookConfigurationInformer {
+	return admissionregistrationV1beta1MutatingWebhookConfigurationInformer{v.Interface.MutatingWebhookConfigurations()}
+}
+
+type admissionregistrationV1beta1MutatingWebhookConfigurationInformer struct {
+	admissionregistrationv1beta1informers.TypedMutatingWebhookConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1beta1MutatingWebhookConfigurationInformer) Lister() admissionregistrationv1beta1listers.MutatingWebhookConfigurationLister {
+	return admissionregistrationV1beta1MutatingWebhookConfigurationLister{MutatingWebhookConfigurationLister: i.TypedMutatingWebhookConfigurationInformer.Lister(), typed: newTypedLister[*v1beta1.MutatingWebhookConfiguration](i.Informer().GetIndexer(), v1beta1.Resource("mutatingwebhookconfiguration"))}
+}
+
+type admissionregistrationV1beta1MutatingWebhookConfigurationLister struct {
+	admissionregistrationv1beta1listers.MutatingWebhookConfigurationLister
+	typed typedLister[*v1beta1.MutatingWebhookConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1beta1MutatingWebhookConfigurationLister) List(selector labels.Selector) ([]*v1beta1.MutatingWebhookConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingAdmissionPolicies returns the resource's informer, its lister ours.
+func (v admissionregistrationV1beta1) ValidatingAdmissionPolicies() admissionregistrationv1beta1informers.TypedValidatingAdmissionPolicyInformer {
+	return admissionregistrationV1beta1ValidatingAdmissionPolicyInformer{v.Interface.ValidatingAdmissionPolicies()}
+}
+
+type admissionregistrationV1beta1ValidatingAdmissionPolicyInformer struct {
+	admissionregistrationv1beta1informers.TypedValidatingAdmissionPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1beta1ValidatingAdmissionPolicyInformer) Lister() admissionregistrationv1beta1listers.ValidatingAdmissionPolicyLister {
+	return admissionregistrationV1beta1ValidatingAdmissionPolicyLister{ValidatingAdmissionPolicyLister: i.TypedValidatingAdmissionPolicyInformer.Lister(), typed: newTypedLister[*v1beta1.ValidatingAdmissionPolicy](i.Informer().GetIndexer(), v1beta1.Resource("validatingadmissionpolicy"))}
+}
+
+type admissionregistrationV1beta1ValidatingAdmissionPolicyLister struct {
+	admissionregistrationv1beta1listers.ValidatingAdmissionPolicyLister
+	typed typedLister[*v1beta1.ValidatingAdmissionPolicy]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1beta1ValidatingAdmissionPolicyLister) List(selector labels.Selector) ([]*v1beta1.ValidatingAdmissionPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingAdmissionPolicyBindings returns the resource's informer, its lister ours.
+func (v admissionregistrationV1beta1) ValidatingAdmissionPolicyBindings() admissionregistrationv1beta1informers.TypedValidatingAdmissionPolicyBindingInformer {
+	return admissionregistrationV1beta1ValidatingAdmissionPolicyBindingInformer{v.Interface.ValidatingAdmissionPolicyBindings()}
+}
+
+type admissionregistrationV1beta1ValidatingAdmissionPolicyBindingInformer struct {
+	admissionregistrationv1beta1informers.TypedValidatingAdmissionPolicyBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1beta1ValidatingAdmissionPolicyBindingInformer) Lister() admissionregistrationv1beta1listers.ValidatingAdmissionPolicyBindingLister {
+	return admissionregistrationV1beta1ValidatingAdmissionPolicyBindingLister{ValidatingAdmissionPolicyBindingLister: i.TypedValidatingAdmissionPolicyBindingInformer.Lister(), typed: newTypedLister[*v1beta1.ValidatingAdmissionPolicyBinding](i.Informer().GetIndexer(), v1beta1.Resource("validatingadmissionpolicybinding"))}
+}
+
+type admissionregistrationV1beta1ValidatingAdmissionPolicyBindingLister struct {
+	admissionregistrationv1beta1listers.ValidatingAdmissionPolicyBindingLister
+	typed typedLister[*v1beta1.ValidatingAdmissionPolicyBinding]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1beta1ValidatingAdmissionPolicyBindingLister) List(selector labels.Selector) ([]*v1beta1.ValidatingAdmissionPolicyBinding, error) {
+	return l.typed.List(selector)
+}
+
+// ValidatingWebhookConfigurations returns the resource's informer, its lister ours.
+func (v admissionregistrationV1beta1) ValidatingWebhookConfigurations() admissionregistrationv1beta1informers.TypedValidatingWebhookConfigurationInformer {
+	return admissionregistrationV1beta1ValidatingWebhookConfigurationInformer{v.Interface.ValidatingWebhookConfigurations()}
+}
+
+type admissionregistrationV1beta1ValidatingWebhookConfigurationInformer struct {
+	admissionregistrationv1beta1informers.TypedValidatingWebhookConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i admissionregistrationV1beta1ValidatingWebhookConfigurationInformer) Lister() admissionregistrationv1beta1listers.ValidatingWebhookConfigurationLister {
+	return admissionregistrationV1beta1ValidatingWebhookConfigurationLister{ValidatingWebhookConfigurationLister: i.TypedValidatingWebhookConfigurationInformer.Lister(), typed: newTypedLister[*v1beta1.ValidatingWebhookConfiguration](i.Informer().GetIndexer(), v1beta1.Resource("validatingwebhookconfiguration"))}
+}
+
+type admissionregistrationV1beta1ValidatingWebhookConfigurationLister struct {
+	admissionregistrationv1beta1listers.ValidatingWebhookConfigurationLister
+	typed typedLister[*v1beta1.ValidatingWebhookConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l admissionregistrationV1beta1ValidatingWebhookConfigurationLister) List(selector labels.Selector) ([]*v1beta1.ValidatingWebhookConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// apiserverinternalGroup is client-go's apiserverinternal group whose listers are ours.
+type apiserverinternalGroup struct{ apiserverinternal.Interface }
+
+// V1alpha1 returns the version's informers, their listers ours.
+func (g apiserverinternalGroup) V1alpha1() apiserverinternalv1alpha1informers.Interface {
+	return apiserverinternalV1alpha1{g.Interface.V1alpha1()}
+}
+
+// apiserverinternalV1alpha1 is client-go's apiserverinternal/v1alpha1 informers whose listers are ours.
+type apiserverinternalV1alpha1 struct {
+	apiserverinternalv1alpha1informers.Interface
+}
+
+// StorageVersions returns the resource's informer, its lister ours.
+func (v apiserverinternalV1alpha1) StorageVersions() apiserverinternalv1alpha1informers.TypedStorageVersionInformer {
+	return apiserverinternalV1alpha1StorageVersionInformer{v.Interface.StorageVersions()}
+}
+
+type apiserverinternalV1alpha1StorageVersionInformer struct {
+	apiserverinternalv1alpha1informers.TypedStorageVersionInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i apiserverinternalV1alpha1StorageVersionInformer) Lister() apiserverinternalv1alpha1listers.StorageVersionLister {
+	return apiserverinternalV1alpha1StorageVersionLister{StorageVersionLister: i.TypedStorageVersionInformer.Lister(), typed: newTypedLister[*apiserverinternalv1alpha1.StorageVersion](i.Informer().GetIndexer(), apiserverinternalv1alpha1.Resource("storageversion"))}
+}
+
+type apiserverinternalV1alpha1StorageVersionLister struct {
+	apiserverinternalv1alpha1listers.StorageVersionLister
+	typed typedLister[*apiserverinternalv1alpha1.StorageVersion]
+}
+
+// List lists the objects selector matches.
+func (l apiserverinternalV1alpha1StorageVersionLister) List(selector labels.Selector) ([]*apiserverinternalv1alpha1.StorageVersion, error) {
+	return l.typed.List(selector)
+}
+
+// appsGroup is client-go's apps group whose listers are ours.
+type appsGroup struct{ apps.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g appsGroup) V1() appsv1informers.Interface { return appsV1{g.Interface.V1()} }
+
+// appsV1 is client-go's apps/v1 informers whose listers are ours.
+type appsV1 struct{ appsv1informers.Interface }
+
+// ControllerRevisions returns the resource's informer, its lister ours.
+func (v appsV1) ControllerRevisions() appsv1informers.TypedControllerRevisionInformer {
+	return appsV1ControllerRevisionInformer{v.Interface.ControllerRevisions()}
+}
+
+type appsV1ControllerRevisionInformer struct {
+	appsv1informers.TypedControllerRevisionInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1ControllerRevisionInformer) Lister() appsv1listers.ControllerRevisionLister {
+	return appsV1ControllerRevisionLister{ControllerRevisionLister: i.TypedControllerRevisionInformer.Lister(), typed: newTypedLister[*appsv1.ControllerRevision](i.Informer().GetIndexer(), appsv1.Resource("controllerrevision"))}
+}
+
+type appsV1ControllerRevisionLister struct {
+	appsv1listers.ControllerRevisionLister
+	typed typedLister[*appsv1.ControllerRevision]
+}
+
+// List lists the objects selector matches.
+func (l appsV1ControllerRevisionLister) List(selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	return l.typed.List(selector)
+}
+
+// ControllerRevisions lists and gets in namespace.
+func (l appsV1ControllerRevisionLister) ControllerRevisions(namespace string) appsv1listers.ControllerRevisionNamespaceLister {
+	return appsV1ControllerRevisionNamespaceLister{ControllerRevisionNamespaceLister: l.ControllerRevisionLister.ControllerRevisions(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1ControllerRevisionNamespaceLister struct {
+	appsv1listers.ControllerRevisionNamespaceLister
+	typed typedLister[*appsv1.ControllerRevision]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1ControllerRevisionNamespaceLister) List(selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	return l.typed.List(selector)
+}
+
+// DaemonSets returns the resource's informer, its lister ours.
+func (v appsV1) DaemonSets() appsv1informers.TypedDaemonSetInformer {
+	return appsV1DaemonSetInformer{v.Interface.DaemonSets()}
+}
+
+type appsV1DaemonSetInformer struct {
+	appsv1informers.TypedDaemonSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1DaemonSetInformer) Lister() appsv1listers.DaemonSetLister {
+	return appsV1DaemonSetLister{DaemonSetLister: i.TypedDaemonSetInformer.Lister(), typed: newTypedLister[*appsv1.DaemonSet](i.Informer().GetIndexer(), appsv1.Resource("daemonset"))}
+}
+
+type appsV1DaemonSetLister struct {
+	appsv1listers.DaemonSetLister
+	typed typedLister[*appsv1.DaemonSet]
+}
+
+// List lists the objects selector matches.
+func (l appsV1DaemonSetLister) List(selector labels.Selector) ([]*appsv1.DaemonSet, error) {
+	return l.typed.List(selector)
+}
+
+// DaemonSets lists and gets in namespace.
+func (l appsV1DaemonSetLister) DaemonSets(namespace string) appsv1listers.DaemonSetNamespaceLister {
+	return appsV1DaemonSetNamespaceLister{DaemonSetNamespaceLister: l.DaemonSetLister.DaemonSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1DaemonSetNamespaceLister struct {
+	appsv1listers.DaemonSetNamespaceLister
+	typed typedLister[*appsv1.DaemonSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1DaemonSetNamespaceLister) List(selector labels.Selector) ([]*appsv1.DaemonSet, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments returns the resource's informer, its lister ours.
+func (v appsV1) Deployments() appsv1informers.TypedDeploymentInformer {
+	return appsV1DeploymentInformer{v.Interface.Deployments()}
+}
+
+type appsV1DeploymentInformer struct {
+	appsv1informers.TypedDeploymentInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1DeploymentInformer) Lister() appsv1listers.DeploymentLister {
+	return appsV1DeploymentLister{DeploymentLister: i.TypedDeploymentInformer.Lister(), typed: newTypedLister[*appsv1.Deployment](i.Informer().GetIndexer(), appsv1.Resource("deployment"))}
+}
+
+type appsV1DeploymentLister struct {
+	appsv1listers.DeploymentLister
+	typed typedLister[*appsv1.Deployment]
+}
+
+// List lists the objects selector matches.
+func (l appsV1DeploymentLister) List(selector labels.Selector) ([]*appsv1.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments lists and gets in namespace.
+func (l appsV1DeploymentLister) Deployments(namespace string) appsv1listers.DeploymentNamespaceLister {
+	return appsV1DeploymentNamespaceLister{DeploymentNamespaceLister: l.DeploymentLister.Deployments(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1DeploymentNamespaceLister struct {
+	appsv1listers.DeploymentNamespaceLister
+	typed typedLister[*appsv1.Deployment]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1DeploymentNamespaceLister) List(selector labels.Selector) ([]*appsv1.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicaSets returns the resource's informer, its lister ours.
+func (v appsV1) ReplicaSets() appsv1informers.TypedReplicaSetInformer {
+	return appsV1ReplicaSetInformer{v.Interface.ReplicaSets()}
+}
+
+type appsV1ReplicaSetInformer struct {
+	appsv1informers.TypedReplicaSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1ReplicaSetInformer) Lister() appsv1listers.ReplicaSetLister {
+	return appsV1ReplicaSetLister{ReplicaSetLister: i.TypedReplicaSetInformer.Lister(), typed: newTypedLister[*appsv1.ReplicaSet](i.Informer().GetIndexer(), appsv1.Resource("replicaset"))}
+}
+
+type appsV1ReplicaSetLister struct {
+	appsv1listers.ReplicaSetLister
+	typed typedLister[*appsv1.ReplicaSet]
+}
+
+// List lists the objects selector matches.
+func (l appsV1ReplicaSetLister) List(selector labels.Selector) ([]*appsv1.ReplicaSet, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicaSets lists and gets in namespace.
+func (l appsV1ReplicaSetLister) ReplicaSets(namespace string) appsv1listers.ReplicaSetNamespaceLister {
+	return appsV1ReplicaSetNamespaceLister{ReplicaSetNamespaceLister: l.ReplicaSetLister.ReplicaSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1ReplicaSetNamespaceLister struct {
+	appsv1listers.ReplicaSetNamespaceLister
+	typed typedLister[*appsv1.ReplicaSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1ReplicaSetNamespaceLister) List(selector labels.Selector) ([]*appsv1.ReplicaSet, error) {
+	return l.typed.List(selector)
+}
+
+// StatefulSets returns the resource's informer, its lister ours.
+func (v appsV1) StatefulSets() appsv1informers.TypedStatefulSetInformer {
+	return appsV1StatefulSetInformer{v.Interface.StatefulSets()}
+}
+
+type appsV1StatefulSetInformer struct {
+	appsv1informers.TypedStatefulSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1StatefulSetInformer) Lister() appsv1listers.StatefulSetLister {
+	return appsV1StatefulSetLister{StatefulSetLister: i.TypedStatefulSetInformer.Lister(), typed: newTypedLister[*appsv1.StatefulSet](i.Informer().GetIndexer(), appsv1.Resource("statefulset"))}
+}
+
+type appsV1StatefulSetLister struct {
+	appsv1listers.StatefulSetLister
+	typed typedLister[*appsv1.StatefulSet]
+}
+
+// List lists the objects selector matches.
+func (l appsV1StatefulSetLister) List(selector labels.Selector) ([]*appsv1.StatefulSet, error) {
+	return l.typed.List(selector)
+}
+
+// StatefulSets lists and gets in namespace.
+func (l appsV1StatefulSetLister) StatefulSets(namespace string) appsv1listers.StatefulSetNamespaceLister {
+	return appsV1StatefulSetNamespaceLister{StatefulSetNamespaceLister: l.StatefulSetLister.StatefulSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1StatefulSetNamespaceLister struct {
+	appsv1listers.StatefulSetNamespaceLister
+	typed typedLister[*appsv1.StatefulSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1StatefulSetNamespaceLister) List(selector labels.Selector) ([]*appsv1.StatefulSet, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g appsGroup) V1beta1() appsv1beta1informers.Interface {
+	return appsV1beta1{g.Interface.V1beta1()}
+}
+
+// appsV1beta1 is client-go's apps/v1beta1 informers whose listers are ours.
+type appsV1beta1 struct{ appsv1beta1informers.Interface }
+
+// ControllerRevisions returns the resource's informer, its lister ours.
+func (v appsV1beta1) ControllerRevisions() appsv1beta1informers.TypedControllerRevisionInformer {
+	return appsV1beta1ControllerRevisionInformer{v.Interface.ControllerRevisions()}
+}
+
+type appsV1beta1ControllerRevisionInformer struct {
+	appsv1beta1informers.TypedControllerRevisionInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta1ControllerRevisionInformer) Lister() appsv1beta1listers.ControllerRevisionLister {
+	return appsV1beta1ControllerRevisionLister{ControllerRevisionLister: i.TypedControllerRevisionInformer.Lister(), typed: newTypedLister[*appsv1beta1.ControllerRevision](i.Informer().GetIndexer(), appsv1beta1.Resource("controllerrevision"))}
+}
+
+type appsV1beta1ControllerRevisionLister struct {
+	appsv1beta1listers.ControllerRevisionLister
+	typed typedLister[*appsv1beta1.ControllerRevision]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta1ControllerRevisionLister) List(selector labels.Selector) ([]*appsv1beta1.ControllerRevision, error) {
+	return l.typed.List(selector)
+}
+
+// ControllerRevisions lists and gets in namespace.
+func (l appsV1beta1ControllerRevisionLister) ControllerRevisions(namespace string) appsv1beta1listers.ControllerRevisionNamespaceLister {
+	return appsV1beta1ControllerRevisionNamespaceLister{ControllerRevisionNamespaceLister: l.ControllerRevisionLister.ControllerRevisions(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta1ControllerRevisionNamespaceLister struct {
+	appsv1beta1listers.ControllerRevisionNamespaceLister
+	typed typedLister[*appsv1beta1.ControllerRevision]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta1ControllerRevisionNamespaceLister) List(selector labels.Selector) ([]*appsv1beta1.ControllerRevision, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments returns the resource's informer, its lister ours.
+func (v appsV1beta1) Deployments() appsv1beta1informers.TypedDeploymentInformer {
+	return appsV1beta1DeploymentInformer{v.Interface.Deployments()}
+}
+
+type appsV1beta1DeploymentInformer struct {
+	appsv1beta1informers.TypedDeploymentInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta1DeploymentInformer) Lister() appsv1beta1listers.DeploymentLister {
+	return appsV1beta1DeploymentLister{DeploymentLister: i.TypedDeploymentInformer.Lister(), typed: newTypedLister[*appsv1beta1.Deployment](i.Informer().GetIndexer(), appsv1beta1.Resource("deployment"))}
+}
+
+type appsV1beta1DeploymentLister struct {
+	appsv1beta1listers.DeploymentLister
+	typed typedLister[*appsv1beta1.Deployment]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta1DeploymentLister) List(selector labels.Selector) ([]*appsv1beta1.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments lists and gets in namespace.
+func (l appsV1beta1DeploymentLister) Deployments(namespace string) appsv1beta1listers.DeploymentNamespaceLister {
+	return appsV1beta1DeploymentNamespaceLister{DeploymentNamespaceLister: l.DeploymentLister.Deployments(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta1DeploymentNamespaceLister struct {
+	appsv1beta1listers.DeploymentNamespaceLister
+	typed typedLister[*appsv1beta1.Deployment]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta1DeploymentNamespaceLister) List(selector labels.Selector) ([]*appsv1beta1.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// StatefulSets returns the resource's informer, its lister ours.
+func (v appsV1beta1) StatefulSets() appsv1beta1informers.TypedStatefulSetInformer {
+	return appsV1beta1StatefulSetInformer{v.Interface.StatefulSets()}
+}
+
+type appsV1beta1StatefulSetInformer struct {
+	appsv1beta1informers.TypedStatefulSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta1StatefulSetInformer) Lister() appsv1beta1listers.StatefulSetLister {
+	return appsV1beta1StatefulSetLister{StatefulSetLister: i.TypedStatefulSetInformer.Lister(), typed: newTypedLister[*appsv1beta1.StatefulSet](i.Informer().GetIndexer(), appsv1beta1.Resource("statefulset"))}
+}
+
+type appsV1beta1StatefulSetLister struct {
+	appsv1beta1listers.StatefulSetLister
+	typed typedLister[*appsv1beta1.StatefulSet]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta1StatefulSetLister) List(selector labels.Selector) ([]*appsv1beta1.StatefulSet, error) {
+	return l.typed.List(selector)
+}
+
+// StatefulSets lists and gets in namespace.
+func (l appsV1beta1StatefulSetLister) StatefulSets(namespace string) appsv1beta1listers.StatefulSetNamespaceLister {
+	return appsV1beta1StatefulSetNamespaceLister{StatefulSetNamespaceLister: l.StatefulSetLister.StatefulSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta1StatefulSetNamespaceLister struct {
+	appsv1beta1listers.StatefulSetNamespaceLister
+	typed typedLister[*appsv1beta1.StatefulSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta1StatefulSetNamespaceLister) List(selector labels.Selector) ([]*appsv1beta1.StatefulSet, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta2 returns the version's informers, their listers ours.
+func (g appsGroup) V1beta2() appsv1beta2informers.Interface {
+	return appsV1beta2{g.Interface.V1beta2()}
+}
+
+// appsV1beta2 is client-go's apps/v1beta2 informers whose listers are ours.
+type appsV1beta2 struct{ appsv1beta2informers.Interface }
+
+// ControllerRevisions returns the resource's informer, its lister ours.
+func (v appsV1beta2) ControllerRevisions() appsv1beta2informers.TypedControllerRevisionInformer {
+	return appsV1beta2ControllerRevisionInformer{v.Interface.ControllerRevisions()}
+}
+
+type appsV1beta2ControllerRevisionInformer struct {
+	appsv1beta2informers.TypedControllerRevisionInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta2ControllerRevisionInformer) Lister() appsv1beta2listers.ControllerRevisionLister {
+	return appsV1beta2ControllerRevisionLister{ControllerRevisionLister: i.TypedControllerRevisionInformer.Lister(), typed: newTypedLister[*v1beta2.ControllerRevision](i.Informer().GetIndexer(), v1beta2.Resource("controllerrevision"))}
+}
+
+type appsV1beta2ControllerRevisionLister struct {
+	appsv1beta2listers.ControllerRevisionLister
+	typed typedLister[*v1beta2.ControllerRevision]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta2ControllerRevisionLister) List(selector labels.Selector) ([]*v1beta2.ControllerRevision, error) {
+	return l.typed.List(selector)
+}
+
+// ControllerRevisions lists and gets in namespace.
+func (l appsV1beta2ControllerRevisionLister) ControllerRevisions(namespace string) appsv1beta2listers.ControllerRevisionNamespaceLister {
+	return appsV1beta2ControllerRevisionNamespaceLister{ControllerRevisionNamespaceLister: l.ControllerRevisionLister.ControllerRevisions(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta2ControllerRevisionNamespaceLister struct {
+	appsv1beta2listers.ControllerRevisionNamespaceLister
+	typed typedLister[*v1beta2.ControllerRevision]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta2ControllerRevisionNamespaceLister) List(selector labels.Selector) ([]*v1beta2.ControllerRevision, error) {
+	return l.typed.List(selector)
+}
+
+// DaemonSets returns the resource's informer, its lister ours.
+func (v appsV1beta2) DaemonSets() appsv1beta2informers.TypedDaemonSetInformer {
+	return appsV1beta2DaemonSetInformer{v.Interface.DaemonSets()}
+}
+
+type appsV1beta2DaemonSetInformer struct {
+	appsv1beta2informers.TypedDaemonSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta2DaemonSetInformer) Lister() appsv1beta2listers.DaemonSetLister {
+	return appsV1beta2DaemonSetLister{DaemonSetLister: i.TypedDaemonSetInformer.Lister(), typed: newTypedLister[*v1beta2.DaemonSet](i.Informer().GetIndexer(), v1beta2.Resource("daemonset"))}
+}
+
+type appsV1beta2DaemonSetLister struct {
+	appsv1beta2listers.DaemonSetLister
+	typed typedLister[*v1beta2.DaemonSet]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta2DaemonSetLister) List(selector labels.Selector) ([]*v1beta2.DaemonSet, error) {
+	return l.typed.List(selector)
+}
+
+// DaemonSets lists and gets in namespace.
+func (l appsV1beta2DaemonSetLister) DaemonSets(namespace string) appsv1beta2listers.DaemonSetNamespaceLister {
+	return appsV1beta2DaemonSetNamespaceLister{DaemonSetNamespaceLister: l.DaemonSetLister.DaemonSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta2DaemonSetNamespaceLister struct {
+	appsv1beta2listers.DaemonSetNamespaceLister
+	typed typedLister[*v1beta2.DaemonSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta2DaemonSetNamespaceLister) List(selector labels.Selector) ([]*v1beta2.DaemonSet, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments returns the resource's informer, its lister ours.
+func (v appsV1beta2) Deployments() appsv1beta2informers.TypedDeploymentInformer {
+	return appsV1beta2DeploymentInformer{v.Interface.Deployments()}
+}
+
+type appsV1beta2DeploymentInformer struct {
+	appsv1beta2informers.TypedDeploymentInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta2DeploymentInformer) Lister() appsv1beta2listers.DeploymentLister {
+	return appsV1beta2DeploymentLister{DeploymentLister: i.TypedDeploymentInformer.Lister(), typed: newTypedLister[*v1beta2.Deployment](i.Informer().GetIndexer(), v1beta2.Resource("deployment"))}
+}
+
+type appsV1beta2DeploymentLister struct {
+	appsv1beta2listers.DeploymentLister
+	typed typedLister[*v1beta2.Deployment]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta2DeploymentLister) List(selector labels.Selector) ([]*v1beta2.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments lists and gets in namespace.
+func (l appsV1beta2DeploymentLister) Deployments(namespace string) appsv1beta2listers.DeploymentNamespaceLister {
+	return appsV1beta2DeploymentNamespaceLister{DeploymentNamespaceLister: l.DeploymentLister.Deployments(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta2DeploymentNamespaceLister struct {
+	appsv1beta2listers.DeploymentNamespaceLister
+	typed typedLister[*v1beta2.Deployment]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta2DeploymentNamespaceLister) List(selector labels.Selector) ([]*v1beta2.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicaSets returns the resource's informer, its lister ours.
+func (v appsV1beta2) ReplicaSets() appsv1beta2informers.TypedReplicaSetInformer {
+	return appsV1beta2ReplicaSetInformer{v.Interface.ReplicaSets()}
+}
+
+type appsV1beta2ReplicaSetInformer struct {
+	appsv1beta2informers.TypedReplicaSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta2ReplicaSetInformer) Lister() appsv1beta2listers.ReplicaSetLister {
+	return appsV1beta2ReplicaSetLister{ReplicaSetLister: i.TypedReplicaSetInformer.Lister(), typed: newTypedLister[*v1beta2.ReplicaSet](i.Informer().GetIndexer(), v1beta2.Resource("replicaset"))}
+}
+
+type appsV1beta2ReplicaSetLister struct {
+	appsv1beta2listers.ReplicaSetLister
+	typed typedLister[*v1beta2.ReplicaSet]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta2ReplicaSetLister) List(selector labels.Selector) ([]*v1beta2.ReplicaSet, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicaSets lists and gets in namespace.
+func (l appsV1beta2ReplicaSetLister) ReplicaSets(namespace string) appsv1beta2listers.ReplicaSetNamespaceLister {
+	return appsV1beta2ReplicaSetNamespaceLister{ReplicaSetNamespaceLister: l.ReplicaSetLister.ReplicaSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta2ReplicaSetNamespaceLister struct {
+	appsv1beta2listers.ReplicaSetNamespaceLister
+	typed typedLister[*v1beta2.ReplicaSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta2ReplicaSetNamespaceLister) List(selector labels.Selector) ([]*v1beta2.ReplicaSet, error) {
+	return l.typed.List(selector)
+}
+
+// StatefulSets returns the resource's informer, its lister ours.
+func (v appsV1beta2) StatefulSets() appsv1beta2informers.TypedStatefulSetInformer {
+	return appsV1beta2StatefulSetInformer{v.Interface.StatefulSets()}
+}
+
+type appsV1beta2StatefulSetInformer struct {
+	appsv1beta2informers.TypedStatefulSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i appsV1beta2StatefulSetInformer) Lister() appsv1beta2listers.StatefulSetLister {
+	return appsV1beta2StatefulSetLister{StatefulSetLister: i.TypedStatefulSetInformer.Lister(), typed: newTypedLister[*v1beta2.StatefulSet](i.Informer().GetIndexer(), v1beta2.Resource("statefulset"))}
+}
+
+type appsV1beta2StatefulSetLister struct {
+	appsv1beta2listers.StatefulSetLister
+	typed typedLister[*v1beta2.StatefulSet]
+}
+
+// List lists the objects selector matches.
+func (l appsV1beta2StatefulSetLister) List(selector labels.Selector) ([]*v1beta2.StatefulSet, error) {
+	return l.typed.List(selector)
+}
+
+// StatefulSets lists and gets in namespace.
+func (l appsV1beta2StatefulSetLister) StatefulSets(namespace string) appsv1beta2listers.StatefulSetNamespaceLister {
+	return appsV1beta2StatefulSetNamespaceLister{StatefulSetNamespaceLister: l.StatefulSetLister.StatefulSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type appsV1beta2StatefulSetNamespaceLister struct {
+	appsv1beta2listers.StatefulSetNamespaceLister
+	typed typedLister[*v1beta2.StatefulSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l appsV1beta2StatefulSetNamespaceLister) List(selector labels.Selector) ([]*v1beta2.StatefulSet, error) {
+	return l.typed.List(selector)
+}
+
+// autoscalingGroup is client-go's autoscaling group whose listers are ours.
+type autoscalingGroup struct{ autoscaling.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g autoscalingGroup) V1() autoscalingv1informers.Interface {
+	return autoscalingV1{g.Interface.V1()}
+}
+
+// autoscalingV1 is client-go's autoscaling/v1 informers whose listers are ours.
+type autoscalingV1 struct {
+	autoscalingv1informers.Interface
+}
+
+// HorizontalPodAutoscalers returns the resource's informer, its lister ours.
+func (v autoscalingV1) HorizontalPodAutoscalers() autoscalingv1informers.TypedHorizontalPodAutoscalerInformer {
+	return autoscalingV1HorizontalPodAutoscalerInformer{v.Interface.HorizontalPodAutoscalers()}
+}
+
+type autoscalingV1HorizontalPodAutoscalerInformer struct {
+	autoscalingv1informers.TypedHorizontalPodAutoscalerInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i autoscalingV1HorizontalPodAutoscalerInformer) Lister() autoscalingv1listers.HorizontalPodAutoscalerLister {
+	return autoscalingV1HorizontalPodAutoscalerLister{HorizontalPodAutoscalerLister: i.TypedHorizontalPodAutoscalerInformer.Lister(), typed: newTypedLister[*autoscalingv1.HorizontalPodAutoscaler](i.Informer().GetIndexer(), autoscalingv1.Resource("horizontalpodautoscaler"))}
+}
+
+type autoscalingV1HorizontalPodAutoscalerLister struct {
+	autoscalingv1listers.HorizontalPodAutoscalerLister
+	typed typedLister[*autoscalingv1.HorizontalPodAutoscaler]
+}
+
+// List lists the objects selector matches.
+func (l autoscalingV1HorizontalPodAutoscalerLister) List(selector labels.Selector) ([]*autoscalingv1.HorizontalPodAutoscaler, error) {
+	return l.typed.List(selector)
+}
+
+// HorizontalPodAutoscalers lists and gets in namespace.
+func (l autoscalingV1HorizontalPodAutoscalerLister) HorizontalPodAutoscalers(namespace string) autoscalingv1listers.HorizontalPodAutoscalerNamespaceLister {
+	return autoscalingV1HorizontalPodAutoscalerNamespaceLister{HorizontalPodAutoscalerNamespaceLister: l.HorizontalPodAutoscalerLister.HorizontalPodAutoscalers(namespace), typed: l.typed.in(namespace)}
+}
+
+type autoscalingV1HorizontalPodAutoscalerNamespaceLister struct {
+	autoscalingv1listers.HorizontalPodAutoscalerNamespaceLister
+	typed typedLister[*autoscalingv1.HorizontalPodAutoscaler]
+}
+
+// List lists the namespace's objects selector matches.
+func (l autoscalingV1HorizontalPodAutoscalerNamespaceLister) List(selector labels.Selector) ([]*autoscalingv1.HorizontalPodAutoscaler, error) {
+	return l.typed.List(selector)
+}
+
+// V2 returns the version's informers, their listers ours.
+func (g autoscalingGroup) V2() autoscalingv2informers.Interface {
+	return autoscalingV2{g.Interface.V2()}
+}
+
+// autoscalingV2 is client-go's autoscaling/v2 informers whose listers are ours.
+type autoscalingV2 struct {
+	autoscalingv2informers.Interface
+}
+
+// HorizontalPodAutoscalers returns the resource's informer, its lister ours.
+func (v autoscalingV2) HorizontalPodAutoscalers() autoscalingv2informers.TypedHorizontalPodAutoscalerInformer {
+	return autoscalingV2HorizontalPodAutoscalerInformer{v.Interface.HorizontalPodAutoscalers()}
+}
+
+type autoscalingV2HorizontalPodAutoscalerInformer struct {
+	autoscalingv2informers.TypedHorizontalPodAutoscalerInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i autoscalingV2HorizontalPodAutoscalerInformer) Lister() autoscalingv2listers.HorizontalPodAutoscalerLister {
+	return autoscalingV2HorizontalPodAutoscalerLister{HorizontalPodAutoscalerLister: i.TypedHorizontalPodAutoscalerInformer.Lister(), typed: newTypedLister[*v2.HorizontalPodAutoscaler](i.Informer().GetIndexer(), v2.Resource("horizontalpodautoscaler"))}
+}
+
+type autoscalingV2HorizontalPodAutoscalerLister struct {
+	autoscalingv2listers.HorizontalPodAutoscalerLister
+	typed typedLister[*v2.HorizontalPodAutoscaler]
+}
+
+// List lists the objects selector matches.
+func (l autoscalingV2HorizontalPodAutoscalerLister) List(selector labels.Selector) ([]*v2.HorizontalPodAutoscaler, error) {
+	return l.typed.List(selector)
+}
+
+// HorizontalPodAutoscalers lists and gets in namespace.
+func (l autoscalingV2HorizontalPodAutoscalerLister) HorizontalPodAutoscalers(namespace string) autoscalingv2listers.HorizontalPodAutoscalerNamespaceLister {
+	return autoscalingV2HorizontalPodAutoscalerNamespaceLister{HorizontalPodAutoscalerNamespaceLister: l.HorizontalPodAutoscalerLister.HorizontalPodAutoscalers(namespace), typed: l.typed.in(namespace)}
+}
+
+type autoscalingV2HorizontalPodAutoscalerNamespaceLister struct {
+	autoscalingv2listers.HorizontalPodAutoscalerNamespaceLister
+	typed typedLister[*v2.HorizontalPodAutoscaler]
+}
+
+// List lists the namespace's objects selector matches.
+func (l autoscalingV2HorizontalPodAutoscalerNamespaceLister) List(selector labels.Selector) ([]*v2.HorizontalPodAutoscaler, error) {
+	return l.typed.List(selector)
+}
+
+// batchGroup is client-go's batch group whose listers are ours.
+type batchGroup struct{ batch.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g batchGroup) V1() batchv1informers.Interface { return batchV1{g.Interface.V1()} }
+
+// batchV1 is client-go's batch/v1 informers whose listers are ours.
+type batchV1 struct{ batchv1informers.Interface }
+
+// CronJobs returns the resource's informer, its lister ours.
+func (v batchV1) CronJobs() batchv1informers.TypedCronJobInformer {
+	return batchV1CronJobInformer{v.Interface.CronJobs()}
+}
+
+type batchV1CronJobInformer struct {
+	batchv1informers.TypedCronJobInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i batchV1CronJobInformer) Lister() batchv1listers.CronJobLister {
+	return batchV1CronJobLister{CronJobLister: i.TypedCronJobInformer.Lister(), typed: newTypedLister[*batchv1.CronJob](i.Informer().GetIndexer(), batchv1.Resource("cronjob"))}
+}
+
+type batchV1CronJobLister struct {
+	batchv1listers.CronJobLister
+	typed typedLister[*batchv1.CronJob]
+}
+
+// List lists the objects selector matches.
+func (l batchV1CronJobLister) List(selector labels.Selector) ([]*batchv1.CronJob, error) {
+	return l.typed.List(selector)
+}
+
+// CronJobs lists and gets in namespace.
+func (l batchV1CronJobLister) CronJobs(namespace string) batchv1listers.CronJobNamespaceLister {
+	return batchV1CronJobNamespaceLister{CronJobNamespaceLister: l.CronJobLister.CronJobs(namespace), typed: l.typed.in(namespace)}
+}
+
+type batchV1CronJobNamespaceLister struct {
+	batchv1listers.CronJobNamespaceLister
+	typed typedLister[*batchv1.CronJob]
+}
+
+// List lists the namespace's objects selector matches.
+func (l batchV1CronJobNamespaceLister) List(selector labels.Selector) ([]*batchv1.CronJob, error) {
+	return l.typed.List(selector)
+}
+
+// Jobs returns the resource's informer, its lister ours.
+func (v batchV1) Jobs() batchv1informers.TypedJobInformer {
+	return batchV1JobInformer{v.Interface.Jobs()}
+}
+
+type batchV1JobInformer struct {
+	batchv1informers.TypedJobInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i batchV1JobInformer) Lister() batchv1listers.JobLister {
+	return batchV1JobLister{JobLister: i.TypedJobInformer.Lister(), typed: newTypedLister[*batchv1.Job](i.Informer().GetIndexer(), batchv1.Resource("job"))}
+}
+
+type batchV1JobLister struct {
+	batchv1listers.JobLister
+	typed typedLister[*batchv1.Job]
+}
+
+// List lists the objects selector matches.
+func (l batchV1JobLister) List(selector labels.Selector) ([]*batchv1.Job, error) {
+	return l.typed.List(selector)
+}
+
+// Jobs lists and gets in namespace.
+func (l batchV1JobLister) Jobs(namespace string) batchv1listers.JobNamespaceLister {
+	return batchV1JobNamespaceLister{JobNamespaceLister: l.JobLister.Jobs(namespace), typed: l.typed.in(namespace)}
+}
+
+type batchV1JobNamespaceLister struct {
+	batchv1listers.JobNamespaceLister
+	typed typedLister[*batchv1.Job]
+}
+
+// List lists the namespace's objects selector matches.
+func (l batchV1JobNamespaceLister) List(selector labels.Selector) ([]*batchv1.Job, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g batchGroup) V1beta1() batchv1beta1informers.Interface {
+	return batchV1beta1{g.Interface.V1beta1()}
+}
+
+// batchV1beta1 is client-go's batch/v1beta1 informers whose listers are ours.
+type batchV1beta1 struct {
+	batchv1beta1informers.Interface
+}
+
+// CronJobs returns the resource's informer, its lister ours.
+func (v batchV1beta1) CronJobs() batchv1beta1informers.TypedCronJobInformer {
+	return batchV1beta1CronJobInformer{v.Interface.CronJobs()}
+}
+
+type batchV1beta1CronJobInformer struct {
+	batchv1beta1informers.TypedCronJobInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i batchV1beta1CronJobInformer) Lister() batchv1beta1listers.CronJobLister {
+	return batchV1beta1CronJobLister{CronJobLister: i.TypedCronJobInformer.Lister(), typed: newTypedLister[*batchv1beta1.CronJob](i.Informer().GetIndexer(), batchv1beta1.Resource("cronjob"))}
+}
+
+type batchV1beta1CronJobLister struct {
+	batchv1beta1listers.CronJobLister
+	typed typedLister[*batchv1beta1.CronJob]
+}
+
+// List lists the objects selector matches.
+func (l batchV1beta1CronJobLister) List(selector labels.Selector) ([]*batchv1beta1.CronJob, error) {
+	return l.typed.List(selector)
+}
+
+// CronJobs lists and gets in namespace.
+func (l batchV1beta1CronJobLister) CronJobs(namespace string) batchv1beta1listers.CronJobNamespaceLister {
+	return batchV1beta1CronJobNamespaceLister{CronJobNamespaceLister: l.CronJobLister.CronJobs(namespace), typed: l.typed.in(namespace)}
+}
+
+type batchV1beta1CronJobNamespaceLister struct {
+	batchv1beta1listers.CronJobNamespaceLister
+	typed typedLister[*batchv1beta1.CronJob]
+}
+
+// List lists the namespace's objects selector matches.
+func (l batchV1beta1CronJobNamespaceLister) List(selector labels.Selector) ([]*batchv1beta1.CronJob, error) {
+	return l.typed.List(selector)
+}
+
+// certificatesGroup is client-go's certificates group whose listers are ours.
+type certificatesGroup struct{ certificates.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g certificatesGroup) V1() certificatesv1informers.Interface {
+	return certificatesV1{g.Interface.V1()}
+}
+
+// certificatesV1 is client-go's certificates/v1 informers whose listers are ours.
+type certificatesV1 struct {
+	certificatesv1informers.Interface
+}
+
+// CertificateSigningRequests returns the resource's informer, its lister ours.
+func (v certificatesV1) CertificateSigningRequests() certificatesv1informers.TypedCertificateSigningRequestInformer {
+	return certificatesV1CertificateSigningRequestInformer{v.Interface.CertificateSigningRequests()}
+}
+
+type certificatesV1CertificateSigningRequestInformer struct {
+	certificatesv1informers.TypedCertificateSigningRequestInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i certificatesV1CertificateSigningRequestInformer) Lister() certificatesv1listers.CertificateSigningRequestLister {
+	return certificatesV1CertificateSigningRequestLister{CertificateSigningRequestLister: i.TypedCertificateSigningRequestInformer.Lister(), typed: newTypedLister[*certificatesv1.CertificateSigningRequest](i.Informer().GetIndexer(), certificatesv1.Resource("certificatesigningrequest"))}
+}
+
+type certificatesV1CertificateSigningRequestLister struct {
+	certificatesv1listers.CertificateSigningRequestLister
+	typed typedLister[*certificatesv1.CertificateSigningRequest]
+}
+
+// List lists the objects selector matches.
+func (l certificatesV1CertificateSigningRequestLister) List(selector labels.Selector) ([]*certificatesv1.CertificateSigningRequest, error) {
+	return l.typed.List(selector)
+}
+
+// ClusterTrustBundles returns the resource's informer, its lister ours.
+func (v certificatesV1) ClusterTrustBundles() certificatesv1informers.TypedClusterTrustBundleInformer {
+	return certificatesV1ClusterTrustBundleInformer{v.Interface.ClusterTrustBundles()}
+}
+
+type certificatesV1ClusterTrustBundleInformer struct {
+	certificatesv1informers.TypedClusterTrustBundleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i certificatesV1ClusterTrustBundleInformer) Lister() certificatesv1listers.ClusterTrustBundleLister {
+	return certificatesV1ClusterTrustBundleLister{ClusterTrustBundleLister: i.TypedClusterTrustBundleInformer.Lister(), typed: newTypedLister[*certificatesv1.ClusterTrustBundle](i.Informer().GetIndexer(), certificatesv1.Resource("clustertrustbundle"))}
+}
+
+type certificatesV1ClusterTrustBundleLister struct {
+	certificatesv1listers.ClusterTrustBundleLister
+	typed typedLister[*certificatesv1.ClusterTrustBundle]
+}
+
+// List lists the objects selector matches.
+func (l certificatesV1ClusterTrustBundleLister) List(selector labels.Selector) ([]*certificatesv1.ClusterTrustBundle, error) {
+	return l.typed.List(selector)
+}
+
+// PodCertificateRequests returns the resource's informer, its lister ours.
+func (v certificatesV1) PodCertificateRequests() certificatesv1informers.TypedPodCertificateRequestInformer {
+	return certificatesV1PodCertificateRequestInformer{v.Interface.PodCertificateRequests()}
+}
+
+type certificatesV1PodCertificateRequestInformer struct {
+	certificatesv1informers.TypedPodCertificateRequestInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i certificatesV1PodCertificateRequestInformer) Lister() certificatesv1listers.PodCertificateRequestLister {
+	return certificatesV1PodCertificateRequestLister{PodCertificateRequestLister: i.TypedPodCertificateRequestInformer.Lister(), typed: newTypedLister[*certificatesv1.PodCertificateRequest](i.Informer().GetIndexer(), certificatesv1.Resource("podcertificaterequest"))}
+}
+
+type certificatesV1PodCertificateRequestLister struct {
+	certificatesv1listers.PodCertificateRequestLister
+	typed typedLister[*certificatesv1.PodCertificateRequest]
+}
+
+// List lists the objects selector matches.
+func (l certificatesV1PodCertificateRequestLister) List(selector labels.Selector) ([]*certificatesv1.PodCertificateRequest, error) {
+	return l.typed.List(selector)
+}
+
+// PodCertificateRequests lists and gets in namespace.
+func (l certificatesV1PodCertificateRequestLister) PodCertificateRequests(namespace string) certificatesv1listers.PodCertificateRequestNamespaceLister {
+	return certificatesV1PodCertificateRequestNamespaceLister{PodCertificateRequestNamespaceLister: l.PodCertificateRequestLister.PodCertificateRequests(namespace), typed: l.typed.in(namespace)}
+}
+
+type certificatesV1PodCertificateRequestNamespaceLister struct {
+	certificatesv1listers.PodCertificateRequestNamespaceLister
+	typed typedLister[*certificatesv1.PodCertificateRequest]
+}
+
+// List lists the namespace's objects selector matches.
+func (l certificatesV1PodCertificateRequestNamespaceLister) List(selector labels.Selector) ([]*certificatesv1.PodCertificateRequest, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha1 returns the version's informers, their listers ours.
+func (g certificatesGroup) V1alpha1() certificatesv1alpha1informers.Interface {
+	return certificatesV1alpha1{g.Interface.V1alpha1()}
+}
+
+// certificatesV1alpha1 is client-go's certificates/v1alpha1 informers whose listers are ours.
+type certificatesV1alpha1 struct {
+	certificatesv1alpha1informers.Interface
+}
+
+// ClusterTrustBundles returns the resource's informer, its lister ours.
+func (v certificatesV1alpha1) ClusterTrustBundles() certificatesv1alpha1informers.TypedClusterTrustBundleInformer {
+	return certificatesV1alpha1ClusterTrustBundleInformer{v.Interface.ClusterTrustBundles()}
+}
+
+type certificatesV1alpha1ClusterTrustBundleInformer struct {
+	certificatesv1alpha1informers.TypedClusterTrustBundleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i certificatesV1alpha1ClusterTrustBundleInformer) Lister() certificatesv1alpha1listers.ClusterTrustBundleLister {
+	return certificatesV1alpha1ClusterTrustBundleLister{ClusterTrustBundleLister: i.TypedClusterTrustBundleInformer.Lister(), typed: newTypedLister[*certificatesv1alpha1.ClusterTrustBundle](i.Informer().GetIndexer(), certificatesv1alpha1.Resource("clustertrustbundle"))}
+}
+
+type certificatesV1alpha1ClusterTrustBundleLister struct {
+	certificatesv1alpha1listers.ClusterTrustBundleLister
+	typed typedLister[*certificatesv1alpha1.ClusterTrustBundle]
+}
+
+// List lists the objects selector matches.
+func (l certificatesV1alpha1ClusterTrustBundleLister) List(selector labels.Selector) ([]*certificatesv1alpha1.ClusterTrustBundle, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g certificatesGroup) V1beta1() certificatesv1beta1informers.Interface {
+	return certificatesV1beta1{g.Interface.V1beta1()}
+}
+
+// certificatesV1beta1 is client-go's certificates/v1beta1 informers whose listers are ours.
+type certificatesV1beta1 struct {
+	certificatesv1beta1informers.Interface
+}
+
+// CertificateSigningRequests returns the resource's informer, its lister ours.
+func (v certificatesV1beta1) CertificateSigningRequests() certificatesv1beta1informers.TypedCertificateSigningRequestInformer {
+	return certificatesV1beta1CertificateSigningRequestInformer{v.Interface.CertificateSigningRequests()}
+}
+
+type certificatesV1beta1CertificateSigningRequestInformer struct {
+	certificatesv1beta1informers.TypedCertificateSigningRequestInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i certificatesV1beta1CertificateSigningRequestInformer) Lister() certificatesv1beta1listers.CertificateSigningRequestLister {
+	return certificatesV1beta1CertificateSigningRequestLister{CertificateSigningRequestLister: i.TypedCertificateSigningRequestInformer.Lister(), typed: newTypedLister[*certificatesv1beta1.CertificateSigningRequest](i.Informer().GetIndexer(), certificatesv1beta1.Resource("certificatesigningrequest"))}
+}
+
+type certificatesV1beta1CertificateSigningRequestLister struct {
+	certificatesv1beta1listers.CertificateSigningRequestLister
+	typed typedLister[*certificatesv1beta1.CertificateSigningRequest]
+}
+
+// List lists the objects selector matches.
+func (l certificatesV1beta1CertificateSigningRequestLister) List(selector labels.Selector) ([]*certificatesv1beta1.CertificateSigningRequest, error) {
+	return l.typed.List(selector)
+}
+
+// ClusterTrustBundles returns the resource's informer, its lister ours.
+func (v certificatesV1beta1) ClusterTrustBundles() certificatesv1beta1informers.TypedClusterTrustBundleInformer {
+	return certificatesV1beta1ClusterTrustBundleInformer{v.Interface.ClusterTrustBundles()}
+}
+
+type certificatesV1beta1ClusterTrustBundleInformer struct {
+	certificatesv1beta1informers.TypedClusterTrustBundleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i certificatesV1beta1ClusterTrustBundleInformer) Lister() certificatesv1beta1listers.ClusterTrustBundleLister {
+	return certificatesV1beta1ClusterTrustBundleLister{ClusterTrustBundleLister: i.TypedClusterTrustBundleInformer.Lister(), typed: newTypedLister[*certificatesv1beta1.ClusterTrustBundle](i.Informer().GetIndexer(), certificatesv1beta1.Resource("clustertrustbundle"))}
+}
+
+type certificatesV1beta1ClusterTrustBundleLister struct {
+	certificatesv1beta1listers.ClusterTrustBundleLister
+	typed typedLister[*certificatesv1beta1.ClusterTrustBundle]
+}
+
+// List lists the objects selector matches.
+func (l certificatesV1beta1ClusterTrustBundleLister) List(selector labels.Selector) ([]*certificatesv1beta1.ClusterTrustBundle, error) {
+	return l.typed.List(selector)
+}
+
+// PodCertificateRequests returns the resource's informer, its lister ours.
+func (v certificatesV1beta1) PodCertificateRequests() certificatesv1beta1informers.TypedPodCertificateRequestInformer {
+	return certificatesV1beta1PodCertificateRequestInformer{v.Interface.PodCertificateRequests()}
+}
+
+type certificatesV1beta1PodCertificateRequestInformer struct {
+	certificatesv1beta1informers.TypedPodCertificateRequestInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i certificatesV1beta1PodCertificateRequestInformer) Lister() certificatesv1beta1listers.PodCertificateRequestLister {
+	return certificatesV1beta1PodCertificateRequestLister{PodCertificateRequestLister: i.TypedPodCertificateRequestInformer.Lister(), typed: newTypedLister[*certificatesv1beta1.PodCertificateRequest](i.Informer().GetIndexer(), certificatesv1beta1.Resource("podcertificaterequest"))}
+}
+
+type certificatesV1beta1PodCertificateRequestLister struct {
+	certificatesv1beta1listers.PodCertificateRequestLister
+	typed typedLister[*certificatesv1beta1.PodCertificateRequest]
+}
+
+// List lists the objects selector matches.
+func (l certificatesV1beta1PodCertificateRequestLister) List(selector labels.Selector) ([]*certificatesv1beta1.PodCertificateRequest, error) {
+	return l.typed.List(selector)
+}
+
+// PodCertificateRequests lists and gets in namespace.
+func (l certificatesV1beta1PodCertificateRequestLister) PodCertificateRequests(namespace string) certificatesv1beta1listers.PodCertificateRequestNamespaceLister {
+	return certificatesV1beta1PodCertificateRequestNamespaceLister{PodCertificateRequestNamespaceLister: l.PodCertificateRequestLister.PodCertificateRequests(namespace), typed: l.typed.in(namespace)}
+}
+
+type certificatesV1beta1PodCertificateRequestNamespaceLister struct {
+	certificatesv1beta1listers.PodCertificateRequestNamespaceLister
+	typed typedLister[*certificatesv1beta1.PodCertificateRequest]
+}
+
+// List lists the namespace's objects selector matches.
+func (l certificatesV1beta1PodCertificateRequestNamespaceLister) List(selector labels.Selector) ([]*certificatesv1beta1.PodCertificateRequest, error) {
+	return l.typed.List(selector)
+}
+
+// coordinationGroup is client-go's coordination group whose listers are ours.
+type coordinationGroup struct{ coordination.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g coordinationGroup) V1() coordinationv1informers.Interface {
+	return coordinationV1{g.Interface.V1()}
+}
+
+// coordinationV1 is client-go's coordination/v1 informers whose listers are ours.
+type coordinationV1 struct {
+	coordinationv1informers.Interface
+}
+
+// Leases returns the resource's informer, its lister ours.
+func (v coordinationV1) Leases() coordinationv1informers.TypedLeaseInformer {
+	return coordinationV1LeaseInformer{v.Interface.Leases()}
+}
+
+type coordinationV1LeaseInformer struct {
+	coordinationv1informers.TypedLeaseInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coordinationV1LeaseInformer) Lister() coordinationv1listers.LeaseLister {
+	return coordinationV1LeaseLister{LeaseLister: i.TypedLeaseInformer.Lister(), typed: newTypedLister[*coordinationv1.Lease](i.Informer().GetIndexer(), coordinationv1.Resource("lease"))}
+}
+
+type coordinationV1LeaseLister struct {
+	coordinationv1listers.LeaseLister
+	typed typedLister[*coordinationv1.Lease]
+}
+
+// List lists the objects selector matches.
+func (l coordinationV1LeaseLister) List(selector labels.Selector) ([]*coordinationv1.Lease, error) {
+	return l.typed.List(selector)
+}
+
+// Leases lists and gets in namespace.
+func (l coordinationV1LeaseLister) Leases(namespace string) coordinationv1listers.LeaseNamespaceLister {
+	return coordinationV1LeaseNamespaceLister{LeaseNamespaceLister: l.LeaseLister.Leases(namespace), typed: l.typed.in(namespace)}
+}
+
+type coordinationV1LeaseNamespaceLister struct {
+	coordinationv1listers.LeaseNamespaceLister
+	typed typedLister[*coordinationv1.Lease]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coordinationV1LeaseNamespaceLister) List(selector labels.Selector) ([]*coordinationv1.Lease, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha2 returns the version's informers, their listers ours.
+func (g coordinationGroup) V1alpha2() coordinationv1alpha2informers.Interface {
+	return coordinationV1alpha2{g.Interface.V1alpha2()}
+}
+
+// coordinationV1alpha2 is client-go's coordination/v1alpha2 informers whose listers are ours.
+type coordinationV1alpha2 struct {
+	coordinationv1alpha2informers.Interface
+}
+
+// LeaseCandidates returns the resource's informer, its lister ours.
+func (v coordinationV1alpha2) LeaseCandidates() coordinationv1alpha2informers.TypedLeaseCandidateInformer {
+	return coordinationV1alpha2LeaseCandidateInformer{v.Interface.LeaseCandidates()}
+}
+
+type coordinationV1alpha2LeaseCandidateInformer struct {
+	coordinationv1alpha2informers.TypedLeaseCandidateInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coordinationV1alpha2LeaseCandidateInformer) Lister() coordinationv1alpha2listers.LeaseCandidateLister {
+	return coordinationV1alpha2LeaseCandidateLister{LeaseCandidateLister: i.TypedLeaseCandidateInformer.Lister(), typed: newTypedLister[*v1alpha2.LeaseCandidate](i.Informer().GetIndexer(), v1alpha2.Resource("leasecandidate"))}
+}
+
+type coordinationV1alpha2LeaseCandidateLister struct {
+	coordinationv1alpha2listers.LeaseCandidateLister
+	typed typedLister[*v1alpha2.LeaseCandidate]
+}
+
+// List lists the objects selector matches.
+func (l coordinationV1alpha2LeaseCandidateLister) List(selector labels.Selector) ([]*v1alpha2.LeaseCandidate, error) {
+	return l.typed.List(selector)
+}
+
+// LeaseCandidates lists and gets in namespace.
+func (l coordinationV1alpha2LeaseCandidateLister) LeaseCandidates(namespace string) coordinationv1alpha2listers.LeaseCandidateNamespaceLister {
+	return coordinationV1alpha2LeaseCandidateNamespaceLister{LeaseCandidateNamespaceLister: l.LeaseCandidateLister.LeaseCandidates(namespace), typed: l.typed.in(namespace)}
+}
+
+type coordinationV1alpha2LeaseCandidateNamespaceLister struct {
+	coordinationv1alpha2listers.LeaseCandidateNamespaceLister
+	typed typedLister[*v1alpha2.LeaseCandidate]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coordinationV1alpha2LeaseCandidateNamespaceLister) List(selector labels.Selector) ([]*v1alpha2.LeaseCandidate, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g coordinationGroup) V1beta1() coordinationv1beta1informers.Interface {
+	return coordinationV1beta1{g.Interface.V1beta1()}
+}
+
+// coordinationV1beta1 is client-go's coordination/v1beta1 informers whose listers are ours.
+type coordinationV1beta1 struct {
+	coordinationv1beta1informers.Interface
+}
+
+// Leases returns the resource's informer, its lister ours.
+func (v coordinationV1beta1) Leases() coordinationv1beta1informers.TypedLeaseInformer {
+	return coordinationV1beta1LeaseInformer{v.Interface.Leases()}
+}
+
+type coordinationV1beta1LeaseInformer struct {
+	coordinationv1beta1informers.TypedLeaseInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coordinationV1beta1LeaseInformer) Lister() coordinationv1beta1listers.LeaseLister {
+	return coordinationV1beta1LeaseLister{LeaseLister: i.TypedLeaseInformer.Lister(), typed: newTypedLister[*coordinationv1beta1.Lease](i.Informer().GetIndexer(), coordinationv1beta1.Resource("lease"))}
+}
+
+type coordinationV1beta1LeaseLister struct {
+	coordinationv1beta1listers.LeaseLister
+	typed typedLister[*coordinationv1beta1.Lease]
+}
+
+// List lists the objects selector matches.
+func (l coordinationV1beta1LeaseLister) List(selector labels.Selector) ([]*coordinationv1beta1.Lease, error) {
+	return l.typed.List(selector)
+}
+
+// Leases lists and gets in namespace.
+func (l coordinationV1beta1LeaseLister) Leases(namespace string) coordinationv1beta1listers.LeaseNamespaceLister {
+	return coordinationV1beta1LeaseNamespaceLister{LeaseNamespaceLister: l.LeaseLister.Leases(namespace), typed: l.typed.in(namespace)}
+}
+
+type coordinationV1beta1LeaseNamespaceLister struct {
+	coordinationv1beta1listers.LeaseNamespaceLister
+	typed typedLister[*coordinationv1beta1.Lease]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coordinationV1beta1LeaseNamespaceLister) List(selector labels.Selector) ([]*coordinationv1beta1.Lease, error) {
+	return l.typed.List(selector)
+}
+
+// LeaseCandidates returns the resource's informer, its lister ours.
+func (v coordinationV1beta1) LeaseCandidates() coordinationv1beta1informers.TypedLeaseCandidateInformer {
+	return coordinationV1beta1LeaseCandidateInformer{v.Interface.LeaseCandidates()}
+}
+
+type coordinationV1beta1LeaseCandidateInformer struct {
+	coordinationv1beta1informers.TypedLeaseCandidateInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coordinationV1beta1LeaseCandidateInformer) Lister() coordinationv1beta1listers.LeaseCandidateLister {
+	return coordinationV1beta1LeaseCandidateLister{LeaseCandidateLister: i.TypedLeaseCandidateInformer.Lister(), typed: newTypedLister[*coordinationv1beta1.LeaseCandidate](i.Informer().GetIndexer(), coordinationv1beta1.Resource("leasecandidate"))}
+}
+
+type coordinationV1beta1LeaseCandidateLister struct {
+	coordinationv1beta1listers.LeaseCandidateLister
+	typed typedLister[*coordinationv1beta1.LeaseCandidate]
+}
+
+// List lists the objects selector matches.
+func (l coordinationV1beta1LeaseCandidateLister) List(selector labels.Selector) ([]*coordinationv1beta1.LeaseCandidate, error) {
+	return l.typed.List(selector)
+}
+
+// LeaseCandidates lists and gets in namespace.
+func (l coordinationV1beta1LeaseCandidateLister) LeaseCandidates(namespace string) coordinationv1beta1listers.LeaseCandidateNamespaceLister {
+	return coordinationV1beta1LeaseCandidateNamespaceLister{LeaseCandidateNamespaceLister: l.LeaseCandidateLister.LeaseCandidates(namespace), typed: l.typed.in(namespace)}
+}
+
+type coordinationV1beta1LeaseCandidateNamespaceLister struct {
+	coordinationv1beta1listers.LeaseCandidateNamespaceLister
+	typed typedLister[*coordinationv1beta1.LeaseCandidate]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coordinationV1beta1LeaseCandidateNamespaceLister) List(selector labels.Selector) ([]*coordinationv1beta1.LeaseCandidate, error) {
+	return l.typed.List(selector)
+}
+
+// coreGroup is client-go's core group whose listers are ours.
+type coreGroup struct{ core.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g coreGroup) V1() corev1informers.Interface { return coreV1{g.Interface.V1()} }
+
+// coreV1 is client-go's core/v1 informers whose listers are ours.
+type coreV1 struct{ corev1informers.Interface }
+
+// ComponentStatuses returns the resource's informer, its lister ours.
+func (v coreV1) ComponentStatuses() corev1informers.TypedComponentStatusInformer {
+	return coreV1ComponentStatusInformer{v.Interface.ComponentStatuses()}
+}
+
+type coreV1ComponentStatusInformer struct {
+	corev1informers.TypedComponentStatusInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1ComponentStatusInformer) Lister() corev1listers.ComponentStatusLister {
+	return coreV1ComponentStatusLister{ComponentStatusLister: i.TypedComponentStatusInformer.Lister(), typed: newTypedLister[*corev1.ComponentStatus](i.Informer().GetIndexer(), corev1.Resource("componentstatus"))}
+}
+
+type coreV1ComponentStatusLister struct {
+	corev1listers.ComponentStatusLister
+	typed typedLister[*corev1.ComponentStatus]
+}
+
+// List lists the objects selector matches.
+func (l coreV1ComponentStatusLister) List(selector labels.Selector) ([]*corev1.ComponentStatus, error) {
+	return l.typed.List(selector)
+}
+
+// ConfigMaps returns the resource's informer, its lister ours.
+func (v coreV1) ConfigMaps() corev1informers.TypedConfigMapInformer {
+	return coreV1ConfigMapInformer{v.Interface.ConfigMaps()}
+}
+
+type coreV1ConfigMapInformer struct {
+	corev1informers.TypedConfigMapInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1ConfigMapInformer) Lister() corev1listers.ConfigMapLister {
+	return coreV1ConfigMapLister{ConfigMapLister: i.TypedConfigMapInformer.Lister(), typed: newTypedLister[*corev1.ConfigMap](i.Informer().GetIndexer(), corev1.Resource("configmap"))}
+}
+
+type coreV1ConfigMapLister struct {
+	corev1listers.ConfigMapLister
+	typed typedLister[*corev1.ConfigMap]
+}
+
+// List lists the objects selector matches.
+func (l coreV1ConfigMapLister) List(selector labels.Selector) ([]*corev1.ConfigMap, error) {
+	return l.typed.List(selector)
+}
+
+// ConfigMaps lists and gets in namespace.
+func (l coreV1ConfigMapLister) ConfigMaps(namespace string) corev1listers.ConfigMapNamespaceLister {
+	return coreV1ConfigMapNamespaceLister{ConfigMapNamespaceLister: l.ConfigMapLister.ConfigMaps(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1ConfigMapNamespaceLister struct {
+	corev1listers.ConfigMapNamespaceLister
+	typed typedLister[*corev1.ConfigMap]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1ConfigMapNamespaceLister) List(selector labels.Selector) ([]*corev1.ConfigMap, error) {
+	return l.typed.List(selector)
+}
+
+// Endpoints returns the resource's informer, its lister ours.
+func (v coreV1) Endpoints() corev1informers.TypedEndpointsInformer {
+	return coreV1EndpointsInformer{v.Interface.Endpoints()}
+}
+
+type coreV1EndpointsInformer struct {
+	corev1informers.TypedEndpointsInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1EndpointsInformer) Lister() corev1listers.EndpointsLister {
+	return coreV1EndpointsLister{EndpointsLister: i.TypedEndpointsInformer.Lister(), typed: newTypedLister[*corev1.Endpoints](i.Informer().GetIndexer(), corev1.Resource("endpoints"))}
+}
+
+type coreV1EndpointsLister struct {
+	corev1listers.EndpointsLister
+	typed typedLister[*corev1.Endpoints]
+}
+
+// List lists the objects selector matches.
+func (l coreV1EndpointsLister) List(selector labels.Selector) ([]*corev1.Endpoints, error) {
+	return l.typed.List(selector)
+}
+
+// Endpoints lists and gets in namespace.
+func (l coreV1EndpointsLister) Endpoints(namespace string) corev1listers.EndpointsNamespaceLister {
+	return coreV1EndpointsNamespaceLister{EndpointsNamespaceLister: l.EndpointsLister.Endpoints(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1EndpointsNamespaceLister struct {
+	corev1listers.EndpointsNamespaceLister
+	typed typedLister[*corev1.Endpoints]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1EndpointsNamespaceLister) List(selector labels.Selector) ([]*corev1.Endpoints, error) {
+	return l.typed.List(selector)
+}
+
+// Events returns the resource's informer, its lister ours.
+func (v coreV1) Events() corev1informers.TypedEventInformer {
+	return coreV1EventInformer{v.Interface.Events()}
+}
+
+type coreV1EventInformer struct {
+	corev1informers.TypedEventInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1EventInformer) Lister() corev1listers.EventLister {
+	return coreV1EventLister{EventLister: i.TypedEventInformer.Lister(), typed: newTypedLister[*corev1.Event](i.Informer().GetIndexer(), corev1.Resource("event"))}
+}
+
+type coreV1EventLister struct {
+	corev1listers.EventLister
+	typed typedLister[*corev1.Event]
+}
+
+// List lists the objects selector matches.
+func (l coreV1EventLister) List(selector labels.Selector) ([]*corev1.Event, error) {
+	return l.typed.List(selector)
+}
+
+// Events lists and gets in namespace.
+func (l coreV1EventLister) Events(namespace string) corev1listers.EventNamespaceLister {
+	return coreV1EventNamespaceLister{EventNamespaceLister: l.EventLister.Events(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1EventNamespaceLister struct {
+	corev1listers.EventNamespaceLister
+	typed typedLister[*corev1.Event]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1EventNamespaceLister) List(selector labels.Selector) ([]*corev1.Event, error) {
+	return l.typed.List(selector)
+}
+
+// LimitRanges returns the resource's informer, its lister ours.
+func (v coreV1) LimitRanges() corev1informers.TypedLimitRangeInformer {
+	return coreV1LimitRangeInformer{v.Interface.LimitRanges()}
+}
+
+type coreV1LimitRangeInformer struct {
+	corev1informers.TypedLimitRangeInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1LimitRangeInformer) Lister() corev1listers.LimitRangeLister {
+	return coreV1LimitRangeLister{LimitRangeLister: i.TypedLimitRangeInformer.Lister(), typed: newTypedLister[*corev1.LimitRange](i.Informer().GetIndexer(), corev1.Resource("limitrange"))}
+}
+
+type coreV1LimitRangeLister struct {
+	corev1listers.LimitRangeLister
+	typed typedLister[*corev1.LimitRange]
+}
+
+// List lists the objects selector matches.
+func (l coreV1LimitRangeLister) List(selector labels.Selector) ([]*corev1.LimitRange, error) {
+	return l.typed.List(selector)
+}
+
+// LimitRanges lists and gets in namespace.
+func (l coreV1LimitRangeLister) LimitRanges(namespace string) corev1listers.LimitRangeNamespaceLister {
+	return coreV1LimitRangeNamespaceLister{LimitRangeNamespaceLister: l.LimitRangeLister.LimitRanges(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1LimitRangeNamespaceLister struct {
+	corev1listers.LimitRangeNamespaceLister
+	typed typedLister[*corev1.LimitRange]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1LimitRangeNamespaceLister) List(selector labels.Selector) ([]*corev1.LimitRange, error) {
+	return l.typed.List(selector)
+}
+
+// Namespaces returns the resource's informer, its lister ours.
+func (v coreV1) Namespaces() corev1informers.TypedNamespaceInformer {
+	return coreV1NamespaceInformer{v.Interface.Namespaces()}
+}
+
+type coreV1NamespaceInformer struct {
+	corev1informers.TypedNamespaceInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1NamespaceInformer) Lister() corev1listers.NamespaceLister {
+	return coreV1NamespaceLister{NamespaceLister: i.TypedNamespaceInformer.Lister(), typed: newTypedLister[*corev1.Namespace](i.Informer().GetIndexer(), corev1.Resource("namespace"))}
+}
+
+type coreV1NamespaceLister struct {
+	corev1listers.NamespaceLister
+	typed typedLister[*corev1.Namespace]
+}
+
+// List lists the objects selector matches.
+func (l coreV1NamespaceLister) List(selector labels.Selector) ([]*corev1.Namespace, error) {
+	return l.typed.List(selector)
+}
+
+// Nodes returns the resource's informer, its lister ours.
+func (v coreV1) Nodes() corev1informers.TypedNodeInformer {
+	return coreV1NodeInformer{v.Interface.Nodes()}
+}
+
+type coreV1NodeInformer struct {
+	corev1informers.TypedNodeInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1NodeInformer) Lister() corev1listers.NodeLister {
+	return coreV1NodeLister{NodeLister: i.TypedNodeInformer.Lister(), typed: newTypedLister[*corev1.Node](i.Informer().GetIndexer(), corev1.Resource("node"))}
+}
+
+type coreV1NodeLister struct {
+	corev1listers.NodeLister
+	typed typedLister[*corev1.Node]
+}
+
+// List lists the objects selector matches.
+func (l coreV1NodeLister) List(selector labels.Selector) ([]*corev1.Node, error) {
+	return l.typed.List(selector)
+}
+
+// PersistentVolumes returns the resource's informer, its lister ours.
+func (v coreV1) PersistentVolumes() corev1informers.TypedPersistentVolumeInformer {
+	return coreV1PersistentVolumeInformer{v.Interface.PersistentVolumes()}
+}
+
+type coreV1PersistentVolumeInformer struct {
+	corev1informers.TypedPersistentVolumeInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1PersistentVolumeInformer) Lister() corev1listers.PersistentVolumeLister {
+	return coreV1PersistentVolumeLister{PersistentVolumeLister: i.TypedPersistentVolumeInformer.Lister(), typed: newTypedLister[*corev1.PersistentVolume](i.Informer().GetIndexer(), corev1.Resource("persistentvolume"))}
+}
+
+type coreV1PersistentVolumeLister struct {
+	corev1listers.PersistentVolumeLister
+	typed typedLister[*corev1.PersistentVolume]
+}
+
+// List lists the objects selector matches.
+func (l coreV1PersistentVolumeLister) List(selector labels.Selector) ([]*corev1.PersistentVolume, error) {
+	return l.typed.List(selector)
+}
+
+// PersistentVolumeClaims returns the resource's informer, its lister ours.
+func (v coreV1) PersistentVolumeClaims() corev1informers.TypedPersistentVolumeClaimInformer {
+	return coreV1PersistentVolumeClaimInformer{v.Interface.PersistentVolumeClaims()}
+}
+
+type coreV1PersistentVolumeClaimInformer struct {
+	corev1informers.TypedPersistentVolumeClaimInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1PersistentVolumeClaimInformer) Lister() corev1listers.PersistentVolumeClaimLister {
+	return coreV1PersistentVolumeClaimLister{PersistentVolumeClaimLister: i.TypedPersistentVolumeClaimInformer.Lister(), typed: newTypedLister[*corev1.PersistentVolumeClaim](i.Informer().GetIndexer(), corev1.Resource("persistentvolumeclaim"))}
+}
+
+type coreV1PersistentVolumeClaimLister struct {
+	corev1listers.PersistentVolumeClaimLister
+	typed typedLister[*corev1.PersistentVolumeClaim]
+}
+
+// List lists the objects selector matches.
+func (l coreV1PersistentVolumeClaimLister) List(selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	return l.typed.List(selector)
+}
+
+// PersistentVolumeClaims lists and gets in namespace.
+func (l coreV1PersistentVolumeClaimLister) PersistentVolumeClaims(namespace string) corev1listers.PersistentVolumeClaimNamespaceLister {
+	return coreV1PersistentVolumeClaimNamespaceLister{PersistentVolumeClaimNamespaceLister: l.PersistentVolumeClaimLister.PersistentVolumeClaims(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1PersistentVolumeClaimNamespaceLister struct {
+	corev1listers.PersistentVolumeClaimNamespaceLister
+	typed typedLister[*corev1.PersistentVolumeClaim]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1PersistentVolumeClaimNamespaceLister) List(selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	return l.typed.List(selector)
+}
+
+// Pods returns the resource's informer, its lister ours.
+func (v coreV1) Pods() corev1informers.TypedPodInformer { return coreV1PodInformer{v.Interface.Pods()} }
+
+type coreV1PodInformer struct {
+	corev1informers.TypedPodInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1PodInformer) Lister() corev1listers.PodLister {
+	return coreV1PodLister{PodLister: i.TypedPodInformer.Lister(), typed: newTypedLister[*corev1.Pod](i.Informer().GetIndexer(), corev1.Resource("pod"))}
+}
+
+type coreV1PodLister struct {
+	corev1listers.PodLister
+	typed typedLister[*corev1.Pod]
+}
+
+// List lists the objects selector matches.
+func (l coreV1PodLister) List(selector labels.Selector) ([]*corev1.Pod, error) {
+	return l.typed.List(selector)
+}
+
+// Pods lists and gets in namespace.
+func (l coreV1PodLister) Pods(namespace string) corev1listers.PodNamespaceLister {
+	return coreV1PodNamespaceLister{PodNamespaceLister: l.PodLister.Pods(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1PodNamespaceLister struct {
+	corev1listers.PodNamespaceLister
+	typed typedLister[*corev1.Pod]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1PodNamespaceLister) List(selector labels.Selector) ([]*corev1.Pod, error) {
+	return l.typed.List(selector)
+}
+
+// PodTemplates returns the resource's informer, its lister ours.
+func (v coreV1) PodTemplates() corev1informers.TypedPodTemplateInformer {
+	return coreV1PodTemplateInformer{v.Interface.PodTemplates()}
+}
+
+type coreV1PodTemplateInformer struct {
+	corev1informers.TypedPodTemplateInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1PodTemplateInformer) Lister() corev1listers.PodTemplateLister {
+	return coreV1PodTemplateLister{PodTemplateLister: i.TypedPodTemplateInformer.Lister(), typed: newTypedLister[*corev1.PodTemplate](i.Informer().GetIndexer(), corev1.Resource("podtemplate"))}
+}
+
+type coreV1PodTemplateLister struct {
+	corev1listers.PodTemplateLister
+	typed typedLister[*corev1.PodTemplate]
+}
+
+// List lists the objects selector matches.
+func (l coreV1PodTemplateLister) List(selector labels.Selector) ([]*corev1.PodTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// PodTemplates lists and gets in namespace.
+func (l coreV1PodTemplateLister) PodTemplates(namespace string) corev1listers.PodTemplateNamespaceLister {
+	return coreV1PodTemplateNamespaceLister{PodTemplateNamespaceLister: l.PodTemplateLister.PodTemplates(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1PodTemplateNamespaceLister struct {
+	corev1listers.PodTemplateNamespaceLister
+	typed typedLister[*corev1.PodTemplate]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1PodTemplateNamespaceLister) List(selector labels.Selector) ([]*corev1.PodTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicationControllers returns the resource's informer, its lister ours.
+func (v coreV1) ReplicationControllers() corev1informers.TypedReplicationControllerInformer {
+	return coreV1ReplicationControllerInformer{v.Interface.ReplicationControllers()}
+}
+
+type coreV1ReplicationControllerInformer struct {
+	corev1informers.TypedReplicationControllerInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1ReplicationControllerInformer) Lister() corev1listers.ReplicationControllerLister {
+	return coreV1ReplicationControllerLister{ReplicationControllerLister: i.TypedReplicationControllerInformer.Lister(), typed: newTypedLister[*corev1.ReplicationController](i.Informer().GetIndexer(), corev1.Resource("replicationcontroller"))}
+}
+
+type coreV1ReplicationControllerLister struct {
+	corev1listers.ReplicationControllerLister
+	typed typedLister[*corev1.ReplicationController]
+}
+
+// List lists the objects selector matches.
+func (l coreV1ReplicationControllerLister) List(selector labels.Selector) ([]*corev1.ReplicationController, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicationControllers lists and gets in namespace.
+func (l coreV1ReplicationControllerLister) ReplicationControllers(namespace string) corev1listers.ReplicationControllerNamespaceLister {
+	return coreV1ReplicationControllerNamespaceLister{ReplicationControllerNamespaceLister: l.ReplicationControllerLister.ReplicationControllers(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1ReplicationControllerNamespaceLister struct {
+	corev1listers.ReplicationControllerNamespaceLister
+	typed typedLister[*corev1.ReplicationController]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1ReplicationControllerNamespaceLister) List(selector labels.Selector) ([]*corev1.ReplicationController, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceQuotas returns the resource's informer, its lister ours.
+func (v coreV1) ResourceQuotas() corev1informers.TypedResourceQuotaInformer {
+	return coreV1ResourceQuotaInformer{v.Interface.ResourceQuotas()}
+}
+
+type coreV1ResourceQuotaInformer struct {
+	corev1informers.TypedResourceQuotaInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1ResourceQuotaInformer) Lister() corev1listers.ResourceQuotaLister {
+	return coreV1ResourceQuotaLister{ResourceQuotaLister: i.TypedResourceQuotaInformer.Lister(), typed: newTypedLister[*corev1.ResourceQuota](i.Informer().GetIndexer(), corev1.Resource("resourcequota"))}
+}
+
+type coreV1ResourceQuotaLister struct {
+	corev1listers.ResourceQuotaLister
+	typed typedLister[*corev1.ResourceQuota]
+}
+
+// List lists the objects selector matches.
+func (l coreV1ResourceQuotaLister) List(selector labels.Selector) ([]*corev1.ResourceQuota, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceQuotas lists and gets in namespace.
+func (l coreV1ResourceQuotaLister) ResourceQuotas(namespace string) corev1listers.ResourceQuotaNamespaceLister {
+	return coreV1ResourceQuotaNamespaceLister{ResourceQuotaNamespaceLister: l.ResourceQuotaLister.ResourceQuotas(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1ResourceQuotaNamespaceLister struct {
+	corev1listers.ResourceQuotaNamespaceLister
+	typed typedLister[*corev1.ResourceQuota]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1ResourceQuotaNamespaceLister) List(selector labels.Selector) ([]*corev1.ResourceQuota, error) {
+	return l.typed.List(selector)
+}
+
+// Secrets returns the resource's informer, its lister ours.
+func (v coreV1) Secrets() corev1informers.TypedSecretInformer {
+	return coreV1SecretInformer{v.Interface.Secrets()}
+}
+
+type coreV1SecretInformer struct {
+	corev1informers.TypedSecretInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1SecretInformer) Lister() corev1listers.SecretLister {
+	return coreV1SecretLister{SecretLister: i.TypedSecretInformer.Lister(), typed: newTypedLister[*corev1.Secret](i.Informer().GetIndexer(), corev1.Resource("secret"))}
+}
+
+type coreV1SecretLister struct {
+	corev1listers.SecretLister
+	typed typedLister[*corev1.Secret]
+}
+
+// List lists the objects selector matches.
+func (l coreV1SecretLister) List(selector labels.Selector) ([]*corev1.Secret, error) {
+	return l.typed.List(selector)
+}
+
+// Secrets lists and gets in namespace.
+func (l coreV1SecretLister) Secrets(namespace string) corev1listers.SecretNamespaceLister {
+	return coreV1SecretNamespaceLister{SecretNamespaceLister: l.SecretLister.Secrets(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1SecretNamespaceLister struct {
+	corev1listers.SecretNamespaceLister
+	typed typedLister[*corev1.Secret]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1SecretNamespaceLister) List(selector labels.Selector) ([]*corev1.Secret, error) {
+	return l.typed.List(selector)
+}
+
+// Services returns the resource's informer, its lister ours.
+func (v coreV1) Services() corev1informers.TypedServiceInformer {
+	return coreV1ServiceInformer{v.Interface.Services()}
+}
+
+type coreV1ServiceInformer struct {
+	corev1informers.TypedServiceInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1ServiceInformer) Lister() corev1listers.ServiceLister {
+	return coreV1ServiceLister{ServiceLister: i.TypedServiceInformer.Lister(), typed: newTypedLister[*corev1.Service](i.Informer().GetIndexer(), corev1.Resource("service"))}
+}
+
+type coreV1ServiceLister struct {
+	corev1listers.ServiceLister
+	typed typedLister[*corev1.Service]
+}
+
+// List lists the objects selector matches.
+func (l coreV1ServiceLister) List(selector labels.Selector) ([]*corev1.Service, error) {
+	return l.typed.List(selector)
+}
+
+// Services lists and gets in namespace.
+func (l coreV1ServiceLister) Services(namespace string) corev1listers.ServiceNamespaceLister {
+	return coreV1ServiceNamespaceLister{ServiceNamespaceLister: l.ServiceLister.Services(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1ServiceNamespaceLister struct {
+	corev1listers.ServiceNamespaceLister
+	typed typedLister[*corev1.Service]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1ServiceNamespaceLister) List(selector labels.Selector) ([]*corev1.Service, error) {
+	return l.typed.List(selector)
+}
+
+// ServiceAccounts returns the resource's informer, its lister ours.
+func (v coreV1) ServiceAccounts() corev1informers.TypedServiceAccountInformer {
+	return coreV1ServiceAccountInformer{v.Interface.ServiceAccounts()}
+}
+
+type coreV1ServiceAccountInformer struct {
+	corev1informers.TypedServiceAccountInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i coreV1ServiceAccountInformer) Lister() corev1listers.ServiceAccountLister {
+	return coreV1ServiceAccountLister{ServiceAccountLister: i.TypedServiceAccountInformer.Lister(), typed: newTypedLister[*corev1.ServiceAccount](i.Informer().GetIndexer(), corev1.Resource("serviceaccount"))}
+}
+
+type coreV1ServiceAccountLister struct {
+	corev1listers.ServiceAccountLister
+	typed typedLister[*corev1.ServiceAccount]
+}
+
+// List lists the objects selector matches.
+func (l coreV1ServiceAccountLister) List(selector labels.Selector) ([]*corev1.ServiceAccount, error) {
+	return l.typed.List(selector)
+}
+
+// ServiceAccounts lists and gets in namespace.
+func (l coreV1ServiceAccountLister) ServiceAccounts(namespace string) corev1listers.ServiceAccountNamespaceLister {
+	return coreV1ServiceAccountNamespaceLister{ServiceAccountNamespaceLister: l.ServiceAccountLister.ServiceAccounts(namespace), typed: l.typed.in(namespace)}
+}
+
+type coreV1ServiceAccountNamespaceLister struct {
+	corev1listers.ServiceAccountNamespaceLister
+	typed typedLister[*corev1.ServiceAccount]
+}
+
+// List lists the namespace's objects selector matches.
+func (l coreV1ServiceAccountNamespaceLister) List(selector labels.Selector) ([]*corev1.ServiceAccount, error) {
+	return l.typed.List(selector)
+}
+
+// discoveryGroup is client-go's discovery group whose listers are ours.
+type discoveryGroup struct{ discovery.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g discoveryGroup) V1() discoveryv1informers.Interface { return discoveryV1{g.Interface.V1()} }
+
+// discoveryV1 is client-go's discovery/v1 informers whose listers are ours.
+type discoveryV1 struct{ discoveryv1informers.Interface }
+
+// EndpointSlices returns the resource's informer, its lister ours.
+func (v discoveryV1) EndpointSlices() discoveryv1informers.TypedEndpointSliceInformer {
+	return discoveryV1EndpointSliceInformer{v.Interface.EndpointSlices()}
+}
+
+type discoveryV1EndpointSliceInformer struct {
+	discoveryv1informers.TypedEndpointSliceInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i discoveryV1EndpointSliceInformer) Lister() discoveryv1listers.EndpointSliceLister {
+	return discoveryV1EndpointSliceLister{EndpointSliceLister: i.TypedEndpointSliceInformer.Lister(), typed: newTypedLister[*discoveryv1.EndpointSlice](i.Informer().GetIndexer(), discoveryv1.Resource("endpointslice"))}
+}
+
+type discoveryV1EndpointSliceLister struct {
+	discoveryv1listers.EndpointSliceLister
+	typed typedLister[*discoveryv1.EndpointSlice]
+}
+
+// List lists the objects selector matches.
+func (l discoveryV1EndpointSliceLister) List(selector labels.Selector) ([]*discoveryv1.EndpointSlice, error) {
+	return l.typed.List(selector)
+}
+
+// EndpointSlices lists and gets in namespace.
+func (l discoveryV1EndpointSliceLister) EndpointSlices(namespace string) discoveryv1listers.EndpointSliceNamespaceLister {
+	return discoveryV1EndpointSliceNamespaceLister{EndpointSliceNamespaceLister: l.EndpointSliceLister.EndpointSlices(namespace), typed: l.typed.in(namespace)}
+}
+
+type discoveryV1EndpointSliceNamespaceLister struct {
+	discoveryv1listers.EndpointSliceNamespaceLister
+	typed typedLister[*discoveryv1.EndpointSlice]
+}
+
+// List lists the namespace's objects selector matches.
+func (l discoveryV1EndpointSliceNamespaceLister) List(selector labels.Selector) ([]*discoveryv1.EndpointSlice, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g discoveryGroup) V1beta1() discoveryv1beta1informers.Interface {
+	return discoveryV1beta1{g.Interface.V1beta1()}
+}
+
+// discoveryV1beta1 is client-go's discovery/v1beta1 informers whose listers are ours.
+type discoveryV1beta1 struct {
+	discoveryv1beta1informers.Interface
+}
+
+// EndpointSlices returns the resource's informer, its lister ours.
+func (v discoveryV1beta1) EndpointSlices() discoveryv1beta1informers.TypedEndpointSliceInformer {
+	return discoveryV1beta1EndpointSliceInformer{v.Interface.EndpointSlices()}
+}
+
+type discoveryV1beta1EndpointSliceInformer struct {
+	discoveryv1beta1informers.TypedEndpointSliceInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i discoveryV1beta1EndpointSliceInformer) Lister() discoveryv1beta1listers.EndpointSliceLister {
+	return discoveryV1beta1EndpointSliceLister{EndpointSliceLister: i.TypedEndpointSliceInformer.Lister(), typed: newTypedLister[*discoveryv1beta1.EndpointSlice](i.Informer().GetIndexer(), discoveryv1beta1.Resource("endpointslice"))}
+}
+
+type discoveryV1beta1EndpointSliceLister struct {
+	discoveryv1beta1listers.EndpointSliceLister
+	typed typedLister[*discoveryv1beta1.EndpointSlice]
+}
+
+// List lists the objects selector matches.
+func (l discoveryV1beta1EndpointSliceLister) List(selector labels.Selector) ([]*discoveryv1beta1.EndpointSlice, error) {
+	return l.typed.List(selector)
+}
+
+// EndpointSlices lists and gets in namespace.
+func (l discoveryV1beta1EndpointSliceLister) EndpointSlices(namespace string) discoveryv1beta1listers.EndpointSliceNamespaceLister {
+	return discoveryV1beta1EndpointSliceNamespaceLister{EndpointSliceNamespaceLister: l.EndpointSliceLister.EndpointSlices(namespace), typed: l.typed.in(namespace)}
+}
+
+type discoveryV1beta1EndpointSliceNamespaceLister struct {
+	discoveryv1beta1listers.EndpointSliceNamespaceLister
+	typed typedLister[*discoveryv1beta1.EndpointSlice]
+}
+
+// List lists the namespace's objects selector matches.
+func (l discoveryV1beta1EndpointSliceNamespaceLister) List(selector labels.Selector) ([]*discoveryv1beta1.EndpointSlice, error) {
+	return l.typed.List(selector)
+}
+
+// eventsGroup is client-go's events group whose listers are ours.
+type eventsGroup struct{ events.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g eventsGroup) V1() eventsv1informers.Interface { return eventsV1{g.Interface.V1()} }
+
+// eventsV1 is client-go's events/v1 informers whose listers are ours.
+type eventsV1 struct{ eventsv1informers.Interface }
+
+// Events returns the resource's informer, its lister ours.
+func (v eventsV1) Events() eventsv1informers.TypedEventInformer {
+	return eventsV1EventInformer{v.Interface.Events()}
+}
+
+type eventsV1EventInformer struct {
+	eventsv1informers.TypedEventInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i eventsV1EventInformer) Lister() eventsv1listers.EventLister {
+	return eventsV1EventLister{EventLister: i.TypedEventInformer.Lister(), typed: newTypedLister[*eventsv1.Event](i.Informer().GetIndexer(), eventsv1.Resource("event"))}
+}
+
+type eventsV1EventLister struct {
+	eventsv1listers.EventLister
+	typed typedLister[*eventsv1.Event]
+}
+
+// List lists the objects selector matches.
+func (l eventsV1EventLister) List(selector labels.Selector) ([]*eventsv1.Event, error) {
+	return l.typed.List(selector)
+}
+
+// Events lists and gets in namespace.
+func (l eventsV1EventLister) Events(namespace string) eventsv1listers.EventNamespaceLister {
+	return eventsV1EventNamespaceLister{EventNamespaceLister: l.EventLister.Events(namespace), typed: l.typed.in(namespace)}
+}
+
+type eventsV1EventNamespaceLister struct {
+	eventsv1listers.EventNamespaceLister
+	typed typedLister[*eventsv1.Event]
+}
+
+// List lists the namespace's objects selector matches.
+func (l eventsV1EventNamespaceLister) List(selector labels.Selector) ([]*eventsv1.Event, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g eventsGroup) V1beta1() eventsv1beta1informers.Interface {
+	return eventsV1beta1{g.Interface.V1beta1()}
+}
+
+// eventsV1beta1 is client-go's events/v1beta1 informers whose listers are ours.
+type eventsV1beta1 struct {
+	eventsv1beta1informers.Interface
+}
+
+// Events returns the resource's informer, its lister ours.
+func (v eventsV1beta1) Events() eventsv1beta1informers.TypedEventInformer {
+	return eventsV1beta1EventInformer{v.Interface.Events()}
+}
+
+type eventsV1beta1EventInformer struct {
+	eventsv1beta1informers.TypedEventInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i eventsV1beta1EventInformer) Lister() eventsv1beta1listers.EventLister {
+	return eventsV1beta1EventLister{EventLister: i.TypedEventInformer.Lister(), typed: newTypedLister[*eventsv1beta1.Event](i.Informer().GetIndexer(), eventsv1beta1.Resource("event"))}
+}
+
+type eventsV1beta1EventLister struct {
+	eventsv1beta1listers.EventLister
+	typed typedLister[*eventsv1beta1.Event]
+}
+
+// List lists the objects selector matches.
+func (l eventsV1beta1EventLister) List(selector labels.Selector) ([]*eventsv1beta1.Event, error) {
+	return l.typed.List(selector)
+}
+
+// Events lists and gets in namespace.
+func (l eventsV1beta1EventLister) Events(namespace string) eventsv1beta1listers.EventNamespaceLister {
+	return eventsV1beta1EventNamespaceLister{EventNamespaceLister: l.EventLister.Events(namespace), typed: l.typed.in(namespace)}
+}
+
+type eventsV1beta1EventNamespaceLister struct {
+	eventsv1beta1listers.EventNamespaceLister
+	typed typedLister[*eventsv1beta1.Event]
+}
+
+// List lists the namespace's objects selector matches.
+func (l eventsV1beta1EventNamespaceLister) List(selector labels.Selector) ([]*eventsv1beta1.Event, error) {
+	return l.typed.List(selector)
+}
+
+// extensionsGroup is client-go's extensions group whose listers are ours.
+type extensionsGroup struct{ extensions.Interface }
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g extensionsGroup) V1beta1() extensionsv1beta1informers.Interface {
+	return extensionsV1beta1{g.Interface.V1beta1()}
+}
+
+// extensionsV1beta1 is client-go's extensions/v1beta1 informers whose listers are ours.
+type extensionsV1beta1 struct {
+	extensionsv1beta1informers.Interface
+}
+
+// DaemonSets returns the resource's informer, its lister ours.
+func (v extensionsV1beta1) DaemonSets() extensionsv1beta1informers.TypedDaemonSetInformer {
+	return extensionsV1beta1DaemonSetInformer{v.Interface.DaemonSets()}
+}
+
+type extensionsV1beta1DaemonSetInformer struct {
+	extensionsv1beta1informers.TypedDaemonSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i extensionsV1beta1DaemonSetInformer) Lister() extensionsv1beta1listers.DaemonSetLister {
+	return extensionsV1beta1DaemonSetLister{DaemonSetLister: i.TypedDaemonSetInformer.Lister(), typed: newTypedLister[*extensionsv1beta1.DaemonSet](i.Informer().GetIndexer(), extensionsv1beta1.Resource("daemonset"))}
+}
+
+type extensionsV1beta1DaemonSetLister struct {
+	extensionsv1beta1listers.DaemonSetLister
+	typed typedLister[*extensionsv1beta1.DaemonSet]
+}
+
+// List lists the objects selector matches.
+func (l extensionsV1beta1DaemonSetLister) List(selector labels.Selector) ([]*extensionsv1beta1.DaemonSet, error) {
+	return l.typed.List(selector)
+}
+
+// DaemonSets lists and gets in namespace.
+func (l extensionsV1beta1DaemonSetLister) DaemonSets(namespace string) extensionsv1beta1listers.DaemonSetNamespaceLister {
+	return extensionsV1beta1DaemonSetNamespaceLister{DaemonSetNamespaceLister: l.DaemonSetLister.DaemonSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type extensionsV1beta1DaemonSetNamespaceLister struct {
+	extensionsv1beta1listers.DaemonSetNamespaceLister
+	typed typedLister[*extensionsv1beta1.DaemonSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l extensionsV1beta1DaemonSetNamespaceLister) List(selector labels.Selector) ([]*extensionsv1beta1.DaemonSet, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments returns the resource's informer, its lister ours.
+func (v extensionsV1beta1) Deployments() extensionsv1beta1informers.TypedDeploymentInformer {
+	return extensionsV1beta1DeploymentInformer{v.Interface.Deployments()}
+}
+
+type extensionsV1beta1DeploymentInformer struct {
+	extensionsv1beta1informers.TypedDeploymentInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i extensionsV1beta1DeploymentInformer) Lister() extensionsv1beta1listers.DeploymentLister {
+	return extensionsV1beta1DeploymentLister{DeploymentLister: i.TypedDeploymentInformer.Lister(), typed: newTypedLister[*extensionsv1beta1.Deployment](i.Informer().GetIndexer(), extensionsv1beta1.Resource("deployment"))}
+}
+
+type extensionsV1beta1DeploymentLister struct {
+	extensionsv1beta1listers.DeploymentLister
+	typed typedLister[*extensionsv1beta1.Deployment]
+}
+
+// List lists the objects selector matches.
+func (l extensionsV1beta1DeploymentLister) List(selector labels.Selector) ([]*extensionsv1beta1.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// Deployments lists and gets in namespace.
+func (l extensionsV1beta1DeploymentLister) Deployments(namespace string) extensionsv1beta1listers.DeploymentNamespaceLister {
+	return extensionsV1beta1DeploymentNamespaceLister{DeploymentNamespaceLister: l.DeploymentLister.Deployments(namespace), typed: l.typed.in(namespace)}
+}
+
+type extensionsV1beta1DeploymentNamespaceLister struct {
+	extensionsv1beta1listers.DeploymentNamespaceLister
+	typed typedLister[*extensionsv1beta1.Deployment]
+}
+
+// List lists the namespace's objects selector matches.
+func (l extensionsV1beta1DeploymentNamespaceLister) List(selector labels.Selector) ([]*extensionsv1beta1.Deployment, error) {
+	return l.typed.List(selector)
+}
+
+// Ingresses returns the resource's informer, its lister ours.
+func (v extensionsV1beta1) Ingresses() extensionsv1beta1informers.TypedIngressInformer {
+	return extensionsV1beta1IngressInformer{v.Interface.Ingresses()}
+}
+
+type extensionsV1beta1IngressInformer struct {
+	extensionsv1beta1informers.TypedIngressInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i extensionsV1beta1IngressInformer) Lister() extensionsv1beta1listers.IngressLister {
+	return extensionsV1beta1IngressLister{IngressLister: i.TypedIngressInformer.Lister(), typed: newTypedLister[*extensionsv1beta1.Ingress](i.Informer().GetIndexer(), extensionsv1beta1.Resource("ingress"))}
+}
+
+type extensionsV1beta1IngressLister struct {
+	extensionsv1beta1listers.IngressLister
+	typed typedLister[*extensionsv1beta1.Ingress]
+}
+
+// List lists the objects selector matches.
+func (l extensionsV1beta1IngressLister) List(selector labels.Selector) ([]*extensionsv1beta1.Ingress, error) {
+	return l.typed.List(selector)
+}
+
+// Ingresses lists and gets in namespace.
+func (l extensionsV1beta1IngressLister) Ingresses(namespace string) extensionsv1beta1listers.IngressNamespaceLister {
+	return extensionsV1beta1IngressNamespaceLister{IngressNamespaceLister: l.IngressLister.Ingresses(namespace), typed: l.typed.in(namespace)}
+}
+
+type extensionsV1beta1IngressNamespaceLister struct {
+	extensionsv1beta1listers.IngressNamespaceLister
+	typed typedLister[*extensionsv1beta1.Ingress]
+}
+
+// List lists the namespace's objects selector matches.
+func (l extensionsV1beta1IngressNamespaceLister) List(selector labels.Selector) ([]*extensionsv1beta1.Ingress, error) {
+	return l.typed.List(selector)
+}
+
+// NetworkPolicies returns the resource's informer, its lister ours.
+func (v extensionsV1beta1) NetworkPolicies() extensionsv1beta1informers.TypedNetworkPolicyInformer {
+	return extensionsV1beta1NetworkPolicyInformer{v.Interface.NetworkPolicies()}
+}
+
+type extensionsV1beta1NetworkPolicyInformer struct {
+	extensionsv1beta1informers.TypedNetworkPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i extensionsV1beta1NetworkPolicyInformer) Lister() extensionsv1beta1listers.NetworkPolicyLister {
+	return extensionsV1beta1NetworkPolicyLister{NetworkPolicyLister: i.TypedNetworkPolicyInformer.Lister(), typed: newTypedLister[*extensionsv1beta1.NetworkPolicy](i.Informer().GetIndexer(), extensionsv1beta1.Resource("networkpolicy"))}
+}
+
+type extensionsV1beta1NetworkPolicyLister struct {
+	extensionsv1beta1listers.NetworkPolicyLister
+	typed typedLister[*extensionsv1beta1.NetworkPolicy]
+}
+
+// List lists the objects selector matches.
+func (l extensionsV1beta1NetworkPolicyLister) List(selector labels.Selector) ([]*extensionsv1beta1.NetworkPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// NetworkPolicies lists and gets in namespace.
+func (l extensionsV1beta1NetworkPolicyLister) NetworkPolicies(namespace string) extensionsv1beta1listers.NetworkPolicyNamespaceLister {
+	return extensionsV1beta1NetworkPolicyNamespaceLister{NetworkPolicyNamespaceLister: l.NetworkPolicyLister.NetworkPolicies(namespace), typed: l.typed.in(namespace)}
+}
+
+type extensionsV1beta1NetworkPolicyNamespaceLister struct {
+	extensionsv1beta1listers.NetworkPolicyNamespaceLister
+	typed typedLister[*extensionsv1beta1.NetworkPolicy]
+}
+
+// List lists the namespace's objects selector matches.
+func (l extensionsV1beta1NetworkPolicyNamespaceLister) List(selector labels.Selector) ([]*extensionsv1beta1.NetworkPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicaSets returns the resource's informer, its lister ours.
+func (v extensionsV1beta1) ReplicaSets() extensionsv1beta1informers.TypedReplicaSetInformer {
+	return extensionsV1beta1ReplicaSetInformer{v.Interface.ReplicaSets()}
+}
+
+type extensionsV1beta1ReplicaSetInformer struct {
+	extensionsv1beta1informers.TypedReplicaSetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i extensionsV1beta1ReplicaSetInformer) Lister() extensionsv1beta1listers.ReplicaSetLister {
+	return extensionsV1beta1ReplicaSetLister{ReplicaSetLister: i.TypedReplicaSetInformer.Lister(), typed: newTypedLister[*extensionsv1beta1.ReplicaSet](i.Informer().GetIndexer(), extensionsv1beta1.Resource("replicaset"))}
+}
+
+type extensionsV1beta1ReplicaSetLister struct {
+	extensionsv1beta1listers.ReplicaSetLister
+	typed typedLister[*extensionsv1beta1.ReplicaSet]
+}
+
+// List lists the objects selector matches.
+func (l extensionsV1beta1ReplicaSetLister) List(selector labels.Selector) ([]*extensionsv1beta1.ReplicaSet, error) {
+	return l.typed.List(selector)
+}
+
+// ReplicaSets lists and gets in namespace.
+func (l extensionsV1beta1ReplicaSetLister) ReplicaSets(namespace string) extensionsv1beta1listers.ReplicaSetNamespaceLister {
+	return extensionsV1beta1ReplicaSetNamespaceLister{ReplicaSetNamespaceLister: l.ReplicaSetLister.ReplicaSets(namespace), typed: l.typed.in(namespace)}
+}
+
+type extensionsV1beta1ReplicaSetNamespaceLister struct {
+	extensionsv1beta1listers.ReplicaSetNamespaceLister
+	typed typedLister[*extensionsv1beta1.ReplicaSet]
+}
+
+// List lists the namespace's objects selector matches.
+func (l extensionsV1beta1ReplicaSetNamespaceLister) List(selector labels.Selector) ([]*extensionsv1beta1.ReplicaSet, error) {
+	return l.typed.List(selector)
+}
+
+// flowcontrolGroup is client-go's flowcontrol group whose listers are ours.
+type flowcontrolGroup struct{ flowcontrol.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g flowcontrolGroup) V1() flowcontrolv1informers.Interface {
+	return flowcontrolV1{g.Interface.V1()}
+}
+
+// flowcontrolV1 is client-go's flowcontrol/v1 informers whose listers are ours.
+type flowcontrolV1 struct {
+	flowcontrolv1informers.Interface
+}
+
+// FlowSchemas returns the resource's informer, its lister ours.
+func (v flowcontrolV1) FlowSchemas() flowcontrolv1informers.TypedFlowSchemaInformer {
+	return flowcontrolV1FlowSchemaInformer{v.Interface.FlowSchemas()}
+}
+
+type flowcontrolV1FlowSchemaInformer struct {
+	flowcontrolv1informers.TypedFlowSchemaInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1FlowSchemaInformer) Lister() flowcontrolv1listers.FlowSchemaLister {
+	return flowcontrolV1FlowSchemaLister{FlowSchemaLister: i.TypedFlowSchemaInformer.Lister(), typed: newTypedLister[*flowcontrolv1.FlowSchema](i.Informer().GetIndexer(), flowcontrolv1.Resource("flowschema"))}
+}
+
+type flowcontrolV1FlowSchemaLister struct {
+	flowcontrolv1listers.FlowSchemaLister
+	typed typedLister[*flowcontrolv1.FlowSchema]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1FlowSchemaLister) List(selector labels.Selector) ([]*flowcontrolv1.FlowSchema, error) {
+	return l.typed.List(selector)
+}
+
+// PriorityLevelConfigurations returns the resource's informer, its lister ours.
+func (v flowcontrolV1) PriorityLevelConfigurations() flowcontrolv1informers.TypedPriorityLevelConfigurationInformer {
+	return flowcontrolV1PriorityLevelConfigurationInformer{v.Interface.PriorityLevelConfigurations()}
+}
+
+type flowcontrolV1PriorityLevelConfigurationInformer struct {
+	flowcontrolv1informers.TypedPriorityLevelConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1PriorityLevelConfigurationInformer) Lister() flowcontrolv1listers.PriorityLevelConfigurationLister {
+	return flowcontrolV1PriorityLevelConfigurationLister{PriorityLevelConfigurationLister: i.TypedPriorityLevelConfigurationInformer.Lister(), typed: newTypedLister[*flowcontrolv1.PriorityLevelConfiguration](i.Informer().GetIndexer(), flowcontrolv1.Resource("prioritylevelconfiguration"))}
+}
+
+type flowcontrolV1PriorityLevelConfigurationLister struct {
+	flowcontrolv1listers.PriorityLevelConfigurationLister
+	typed typedLister[*flowcontrolv1.PriorityLevelConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1PriorityLevelConfigurationLister) List(selector labels.Selector) ([]*flowcontrolv1.PriorityLevelConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g flowcontrolGroup) V1beta1() flowcontrolv1beta1informers.Interface {
+	return flowcontrolV1beta1{g.Interface.V1beta1()}
+}
+
+// flowcontrolV1beta1 is client-go's flowcontrol/v1beta1 informers whose listers are ours.
+type flowcontrolV1beta1 struct {
+	flowcontrolv1beta1informers.Interface
+}
+
+// FlowSchemas returns the resource's informer, its lister ours.
+func (v flowcontrolV1beta1) FlowSchemas() flowcontrolv1beta1informers.TypedFlowSchemaInformer {
+	return flowcontrolV1beta1FlowSchemaInformer{v.Interface.FlowSchemas()}
+}
+
+type flowcontrolV1beta1FlowSchemaInformer struct {
+	flowcontrolv1beta1informers.TypedFlowSchemaInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1beta1FlowSchemaInformer) Lister() flowcontrolv1beta1listers.FlowSchemaLister {
+	return flowcontrolV1beta1FlowSchemaLister{FlowSchemaLister: i.TypedFlowSchemaInformer.Lister(), typed: newTypedLister[*flowcontrolv1beta1.FlowSchema](i.Informer().GetIndexer(), flowcontrolv1beta1.Resource("flowschema"))}
+}
+
+type flowcontrolV1beta1FlowSchemaLister struct {
+	flowcontrolv1beta1listers.FlowSchemaLister
+	typed typedLister[*flowcontrolv1beta1.FlowSchema]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1beta1FlowSchemaLister) List(selector labels.Selector) ([]*flowcontrolv1beta1.FlowSchema, error) {
+	return l.typed.List(selector)
+}
+
+// PriorityLevelConfigurations returns the resource's informer, its lister ours.
+func (v flowcontrolV1beta1) PriorityLevelConfigurations() flowcontrolv1beta1informers.TypedPriorityLevelConfigurationInformer {
+	return flowcontrolV1beta1PriorityLevelConfigurationInformer{v.Interface.PriorityLevelConfigurations()}
+}
+
+type flowcontrolV1beta1PriorityLevelConfigurationInformer struct {
+	flowcontrolv1beta1informers.TypedPriorityLevelConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1beta1PriorityLevelConfigurationInformer) Lister() flowcontrolv1beta1listers.PriorityLevelConfigurationLister {
+	return flowcontrolV1beta1PriorityLevelConfigurationLister{PriorityLevelConfigurationLister: i.TypedPriorityLevelConfigurationInformer.Lister(), typed: newTypedLister[*flowcontrolv1beta1.PriorityLevelConfiguration](i.Informer().GetIndexer(), flowcontrolv1beta1.Resource("prioritylevelconfiguration"))}
+}
+
+type flowcontrolV1beta1PriorityLevelConfigurationLister struct {
+	flowcontrolv1beta1listers.PriorityLevelConfigurationLister
+	typed typedLister[*flowcontrolv1beta1.PriorityLevelConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1beta1PriorityLevelConfigurationLister) List(selector labels.Selector) ([]*flowcontrolv1beta1.PriorityLevelConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta2 returns the version's informers, their listers ours.
+func (g flowcontrolGroup) V1beta2() flowcontrolv1beta2informers.Interface {
+	return flowcontrolV1beta2{g.Interface.V1beta2()}
+}
+
+// flowcontrolV1beta2 is client-go's flowcontrol/v1beta2 informers whose listers are ours.
+type flowcontrolV1beta2 struct {
+	flowcontrolv1beta2informers.Interface
+}
+
+// FlowSchemas returns the resource's informer, its lister ours.
+func (v flowcontrolV1beta2) FlowSchemas() flowcontrolv1beta2informers.TypedFlowSchemaInformer {
+	return flowcontrolV1beta2FlowSchemaInformer{v.Interface.FlowSchemas()}
+}
+
+type flowcontrolV1beta2FlowSchemaInformer struct {
+	flowcontrolv1beta2informers.TypedFlowSchemaInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1beta2FlowSchemaInformer) Lister() flowcontrolv1beta2listers.FlowSchemaLister {
+	return flowcontrolV1beta2FlowSchemaLister{FlowSchemaLister: i.TypedFlowSchemaInformer.Lister(), typed: newTypedLister[*flowcontrolv1beta2.FlowSchema](i.Informer().GetIndexer(), flowcontrolv1beta2.Resource("flowschema"))}
+}
+
+type flowcontrolV1beta2FlowSchemaLister struct {
+	flowcontrolv1beta2listers.FlowSchemaLister
+	typed typedLister[*flowcontrolv1beta2.FlowSchema]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1beta2FlowSchemaLister) List(selector labels.Selector) ([]*flowcontrolv1beta2.FlowSchema, error) {
+	return l.typed.List(selector)
+}
+
+// PriorityLevelConfigurations returns the resource's informer, its lister ours.
+func (v flowcontrolV1beta2) PriorityLevelConfigurations() flowcontrolv1beta2informers.TypedPriorityLevelConfigurationInformer {
+	return flowcontrolV1beta2PriorityLevelConfigurationInformer{v.Interface.PriorityLevelConfigurations()}
+}
+
+type flowcontrolV1beta2PriorityLevelConfigurationInformer struct {
+	flowcontrolv1beta2informers.TypedPriorityLevelConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1beta2PriorityLevelConfigurationInformer) Lister() flowcontrolv1beta2listers.PriorityLevelConfigurationLister {
+	return flowcontrolV1beta2PriorityLevelConfigurationLister{PriorityLevelConfigurationLister: i.TypedPriorityLevelConfigurationInformer.Lister(), typed: newTypedLister[*flowcontrolv1beta2.PriorityLevelConfiguration](i.Informer().GetIndexer(), flowcontrolv1beta2.Resource("prioritylevelconfiguration"))}
+}
+
+type flowcontrolV1beta2PriorityLevelConfigurationLister struct {
+	flowcontrolv1beta2listers.PriorityLevelConfigurationLister
+	typed typedLister[*flowcontrolv1beta2.PriorityLevelConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1beta2PriorityLevelConfigurationLister) List(selector labels.Selector) ([]*flowcontrolv1beta2.PriorityLevelConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta3 returns the version's informers, their listers ours.
+func (g flowcontrolGroup) V1beta3() flowcontrolv1beta3informers.Interface {
+	return flowcontrolV1beta3{g.Interface.V1beta3()}
+}
+
+// flowcontrolV1beta3 is client-go's flowcontrol/v1beta3 informers whose listers are ours.
+type flowcontrolV1beta3 struct {
+	flowcontrolv1beta3informers.Interface
+}
+
+// FlowSchemas returns the resource's informer, its lister ours.
+func (v flowcontrolV1beta3) FlowSchemas() flowcontrolv1beta3informers.TypedFlowSchemaInformer {
+	return flowcontrolV1beta3FlowSchemaInformer{v.Interface.FlowSchemas()}
+}
+
+type flowcontrolV1beta3FlowSchemaInformer struct {
+	flowcontrolv1beta3informers.TypedFlowSchemaInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1beta3FlowSchemaInformer) Lister() flowcontrolv1beta3listers.FlowSchemaLister {
+	return flowcontrolV1beta3FlowSchemaLister{FlowSchemaLister: i.TypedFlowSchemaInformer.Lister(), typed: newTypedLister[*v1beta3.FlowSchema](i.Informer().GetIndexer(), v1beta3.Resource("flowschema"))}
+}
+
+type flowcontrolV1beta3FlowSchemaLister struct {
+	flowcontrolv1beta3listers.FlowSchemaLister
+	typed typedLister[*v1beta3.FlowSchema]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1beta3FlowSchemaLister) List(selector labels.Selector) ([]*v1beta3.FlowSchema, error) {
+	return l.typed.List(selector)
+}
+
+// PriorityLevelConfigurations returns the resource's informer, its lister ours.
+func (v flowcontrolV1beta3) PriorityLevelConfigurations() flowcontrolv1beta3informers.TypedPriorityLevelConfigurationInformer {
+	return flowcontrolV1beta3PriorityLevelConfigurationInformer{v.Interface.PriorityLevelConfigurations()}
+}
+
+type flowcontrolV1beta3PriorityLevelConfigurationInformer struct {
+	flowcontrolv1beta3informers.TypedPriorityLevelConfigurationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i flowcontrolV1beta3PriorityLevelConfigurationInformer) Lister() flowcontrolv1beta3listers.PriorityLevelConfigurationLister {
+	return flowcontrolV1beta3PriorityLevelConfigurationLister{PriorityLevelConfigurationLister: i.TypedPriorityLevelConfigurationInformer.Lister(), typed: newTypedLister[*v1beta3.PriorityLevelConfiguration](i.Informer().GetIndexer(), v1beta3.Resource("prioritylevelconfiguration"))}
+}
+
+type flowcontrolV1beta3PriorityLevelConfigurationLister struct {
+	flowcontrolv1beta3listers.PriorityLevelConfigurationLister
+	typed typedLister[*v1beta3.PriorityLevelConfiguration]
+}
+
+// List lists the objects selector matches.
+func (l flowcontrolV1beta3PriorityLevelConfigurationLister) List(selector labels.Selector) ([]*v1beta3.PriorityLevelConfiguration, error) {
+	return l.typed.List(selector)
+}
+
+// lifecycleGroup is client-go's lifecycle group whose listers are ours.
+type lifecycleGroup struct{ lifecycle.Interface }
+
+// V1alpha1 returns the version's informers, their listers ours.
+func (g lifecycleGroup) V1alpha1() lifecyclev1alpha1informers.Interface {
+	return lifecycleV1alpha1{g.Interface.V1alpha1()}
+}
+
+// lifecycleV1alpha1 is client-go's lifecycle/v1alpha1 informers whose listers are ours.
+type lifecycleV1alpha1 struct {
+	lifecyclev1alpha1informers.Interface
+}
+
+// Evictions returns the resource's informer, its lister ours.
+func (v lifecycleV1alpha1) Evictions() lifecyclev1alpha1informers.TypedEvictionInformer {
+	return lifecycleV1alpha1EvictionInformer{v.Interface.Evictions()}
+}
+
+type lifecycleV1alpha1EvictionInformer struct {
+	lifecyclev1alpha1informers.TypedEvictionInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i lifecycleV1alpha1EvictionInformer) Lister() lifecyclev1alpha1listers.EvictionLister {
+	return lifecycleV1alpha1EvictionLister{EvictionLister: i.TypedEvictionInformer.Lister(), typed: newTypedLister[*lifecyclev1alpha1.Eviction](i.Informer().GetIndexer(), lifecyclev1alpha1.Resource("eviction"))}
+}
+
+type lifecycleV1alpha1EvictionLister struct {
+	lifecyclev1alpha1listers.EvictionLister
+	typed typedLister[*lifecyclev1alpha1.Eviction]
+}
+
+// List lists the objects selector matches.
+func (l lifecycleV1alpha1EvictionLister) List(selector labels.Selector) ([]*lifecyclev1alpha1.Eviction, error) {
+	return l.typed.List(selector)
+}
+
+// Evictions lists and gets in namespace.
+func (l lifecycleV1alpha1EvictionLister) Evictions(namespace string) lifecyclev1alpha1listers.EvictionNamespaceLister {
+	return lifecycleV1alpha1EvictionNamespaceLister{EvictionNamespaceLister: l.EvictionLister.Evictions(namespace), typed: l.typed.in(namespace)}
+}
+
+type lifecycleV1alpha1EvictionNamespaceLister struct {
+	lifecyclev1alpha1listers.EvictionNamespaceLister
+	typed typedLister[*lifecyclev1alpha1.Eviction]
+}
+
+// List lists the namespace's objects selector matches.
+func (l lifecycleV1alpha1EvictionNamespaceLister) List(selector labels.Selector) ([]*lifecyclev1alpha1.Eviction, error) {
+	return l.typed.List(selector)
+}
+
+// EvictionRequests returns the resource's informer, its lister ours.
+func (v lifecycleV1alpha1) EvictionRequests() lifecyclev1alpha1informers.TypedEvictionRequestInformer {
+	return lifecycleV1alpha1EvictionRequestInformer{v.Interface.EvictionRequests()}
+}
+
+type lifecycleV1alpha1EvictionRequestInformer struct {
+	lifecyclev1alpha1informers.TypedEvictionRequestInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i lifecycleV1alpha1EvictionRequestInformer) Lister() lifecyclev1alpha1listers.EvictionRequestLister {
+	return lifecycleV1alpha1EvictionRequestLister{EvictionRequestLister: i.TypedEvictionRequestInformer.Lister(), typed: newTypedLister[*lifecyclev1alpha1.EvictionRequest](i.Informer().GetIndexer(), lifecyclev1alpha1.Resource("evictionrequest"))}
+}
+
+type lifecycleV1alpha1EvictionRequestLister struct {
+	lifecyclev1alpha1listers.EvictionRequestLister
+	typed typedLister[*lifecyclev1alpha1.EvictionRequest]
+}
+
+// List lists the objects selector matches.
+func (l lifecycleV1alpha1EvictionRequestLister) List(selector labels.Selector) ([]*lifecyclev1alpha1.EvictionRequest, error) {
+	return l.typed.List(selector)
+}
+
+// EvictionRequests lists and gets in namespace.
+func (l lifecycleV1alpha1EvictionRequestLister) EvictionRequests(namespace string) lifecyclev1alpha1listers.EvictionRequestNamespaceLister {
+	return lifecycleV1alpha1EvictionRequestNamespaceLister{EvictionRequestNamespaceLister: l.EvictionRequestLister.EvictionRequests(namespace), typed: l.typed.in(namespace)}
+}
+
+type lifecycleV1alpha1EvictionRequestNamespaceLister struct {
+	lifecyclev1alpha1listers.EvictionRequestNamespaceLister
+	typed typedLister[*lifecyclev1alpha1.EvictionRequest]
+}
+
+// List lists the namespace's objects selector matches.
+func (l lifecycleV1alpha1EvictionRequestNamespaceLister) List(selector labels.Selector) ([]*lifecyclev1alpha1.EvictionRequest, error) {
+	return l.typed.List(selector)
+}
+
+// networkingGroup is client-go's networking group whose listers are ours.
+type networkingGroup struct{ networking.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g networkingGroup) V1() networkingv1informers.Interface { return networkingV1{g.Interface.V1()} }
+
+// networkingV1 is client-go's networking/v1 informers whose listers are ours.
+type networkingV1 struct {
+	networkingv1informers.Interface
+}
+
+// IPAddresses returns the resource's informer, its lister ours.
+func (v networkingV1) IPAddresses() networkingv1informers.TypedIPAddressInformer {
+	return networkingV1IPAddressInformer{v.Interface.IPAddresses()}
+}
+
+type networkingV1IPAddressInformer struct {
+	networkingv1informers.TypedIPAddressInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1IPAddressInformer) Lister() networkingv1listers.IPAddressLister {
+	return networkingV1IPAddressLister{IPAddressLister: i.TypedIPAddressInformer.Lister(), typed: newTypedLister[*networkingv1.IPAddress](i.Informer().GetIndexer(), networkingv1.Resource("ipaddress"))}
+}
+
+type networkingV1IPAddressLister struct {
+	networkingv1listers.IPAddressLister
+	typed typedLister[*networkingv1.IPAddress]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1IPAddressLister) List(selector labels.Selector) ([]*networkingv1.IPAddress, error) {
+	return l.typed.List(selector)
+}
+
+// Ingresses returns the resource's informer, its lister ours.
+func (v networkingV1) Ingresses() networkingv1informers.TypedIngressInformer {
+	return networkingV1IngressInformer{v.Interface.Ingresses()}
+}
+
+type networkingV1IngressInformer struct {
+	networkingv1informers.TypedIngressInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1IngressInformer) Lister() networkingv1listers.IngressLister {
+	return networkingV1IngressLister{IngressLister: i.TypedIngressInformer.Lister(), typed: newTypedLister[*networkingv1.Ingress](i.Informer().GetIndexer(), networkingv1.Resource("ingress"))}
+}
+
+type networkingV1IngressLister struct {
+	networkingv1listers.IngressLister
+	typed typedLister[*networkingv1.Ingress]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1IngressLister) List(selector labels.Selector) ([]*networkingv1.Ingress, error) {
+	return l.typed.List(selector)
+}
+
+// Ingresses lists and gets in namespace.
+func (l networkingV1IngressLister) Ingresses(namespace string) networkingv1listers.IngressNamespaceLister {
+	return networkingV1IngressNamespaceLister{IngressNamespaceLister: l.IngressLister.Ingresses(namespace), typed: l.typed.in(namespace)}
+}
+
+type networkingV1IngressNamespaceLister struct {
+	networkingv1listers.IngressNamespaceLister
+	typed typedLister[*networkingv1.Ingress]
+}
+
+// List lists the namespace's objects selector matches.
+func (l networkingV1IngressNamespaceLister) List(selector labels.Selector) ([]*networkingv1.Ingress, error) {
+	return l.typed.List(selector)
+}
+
+// IngressClasses returns the resource's informer, its lister ours.
+func (v networkingV1) IngressClasses() networkingv1informers.TypedIngressClassInformer {
+	return networkingV1IngressClassInformer{v.Interface.IngressClasses()}
+}
+
+type networkingV1IngressClassInformer struct {
+	networkingv1informers.TypedIngressClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1IngressClassInformer) Lister() networkingv1listers.IngressClassLister {
+	return networkingV1IngressClassLister{IngressClassLister: i.TypedIngressClassInformer.Lister(), typed: newTypedLister[*networkingv1.IngressClass](i.Informer().GetIndexer(), networkingv1.Resource("ingressclass"))}
+}
+
+type networkingV1IngressClassLister struct {
+	networkingv1listers.IngressClassLister
+	typed typedLister[*networkingv1.IngressClass]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1IngressClassLister) List(selector labels.Selector) ([]*networkingv1.IngressClass, error) {
+	return l.typed.List(selector)
+}
+
+// NetworkPolicies returns the resource's informer, its lister ours.
+func (v networkingV1) NetworkPolicies() networkingv1informers.TypedNetworkPolicyInformer {
+	return networkingV1NetworkPolicyInformer{v.Interface.NetworkPolicies()}
+}
+
+type networkingV1NetworkPolicyInformer struct {
+	networkingv1informers.TypedNetworkPolicyInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1NetworkPolicyInformer) Lister() networkingv1listers.NetworkPolicyLister {
+	return networkingV1NetworkPolicyLister{NetworkPolicyLister: i.TypedNetworkPolicyInformer.Lister(), typed: newTypedLister[*networkingv1.NetworkPolicy](i.Informer().GetIndexer(), networkingv1.Resource("networkpolicy"))}
+}
+
+type networkingV1NetworkPolicyLister struct {
+	networkingv1listers.NetworkPolicyLister
+	typed typedLister[*networkingv1.NetworkPolicy]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1NetworkPolicyLister) List(selector labels.Selector) ([]*networkingv1.NetworkPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// NetworkPolicies lists and gets in namespace.
+func (l networkingV1NetworkPolicyLister) NetworkPolicies(namespace string) networkingv1listers.NetworkPolicyNamespaceLister {
+	return networkingV1NetworkPolicyNamespaceLister{NetworkPolicyNamespaceLister: l.NetworkPolicyLister.NetworkPolicies(namespace), typed: l.typed.in(namespace)}
+}
+
+type networkingV1NetworkPolicyNamespaceLister struct {
+	networkingv1listers.NetworkPolicyNamespaceLister
+	typed typedLister[*networkingv1.NetworkPolicy]
+}
+
+// List lists the namespace's objects selector matches.
+func (l networkingV1NetworkPolicyNamespaceLister) List(selector labels.Selector) ([]*networkingv1.NetworkPolicy, error) {
+	return l.typed.List(selector)
+}
+
+// ServiceCIDRs returns the resource's informer, its lister ours.
+func (v networkingV1) ServiceCIDRs() networkingv1informers.TypedServiceCIDRInformer {
+	return networkingV1ServiceCIDRInformer{v.Interface.ServiceCIDRs()}
+}
+
+type networkingV1ServiceCIDRInformer struct {
+	networkingv1informers.TypedServiceCIDRInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1ServiceCIDRInformer) Lister() networkingv1listers.ServiceCIDRLister {
+	return networkingV1ServiceCIDRLister{ServiceCIDRLister: i.TypedServiceCIDRInformer.Lister(), typed: newTypedLister[*networkingv1.ServiceCIDR](i.Informer().GetIndexer(), networkingv1.Resource("servicecidr"))}
+}
+
+type networkingV1ServiceCIDRLister struct {
+	networkingv1listers.ServiceCIDRLister
+	typed typedLister[*networkingv1.ServiceCIDR]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1ServiceCIDRLister) List(selector labels.Selector) ([]*networkingv1.ServiceCIDR, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g networkingGroup) V1beta1() networkingv1beta1informers.Interface {
+	return networkingV1beta1{g.Interface.V1beta1()}
+}
+
+// networkingV1beta1 is client-go's networking/v1beta1 informers whose listers are ours.
+type networkingV1beta1 struct {
+	networkingv1beta1informers.Interface
+}
+
+// IPAddresses returns the resource's informer, its lister ours.
+func (v networkingV1beta1) IPAddresses() networkingv1beta1informers.TypedIPAddressInformer {
+	return networkingV1beta1IPAddressInformer{v.Interface.IPAddresses()}
+}
+
+type networkingV1beta1IPAddressInformer struct {
+	networkingv1beta1informers.TypedIPAddressInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1beta1IPAddressInformer) Lister() networkingv1beta1listers.IPAddressLister {
+	return networkingV1beta1IPAddressLister{IPAddressLister: i.TypedIPAddressInformer.Lister(), typed: newTypedLister[*networkingv1beta1.IPAddress](i.Informer().GetIndexer(), networkingv1beta1.Resource("ipaddress"))}
+}
+
+type networkingV1beta1IPAddressLister struct {
+	networkingv1beta1listers.IPAddressLister
+	typed typedLister[*networkingv1beta1.IPAddress]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1beta1IPAddressLister) List(selector labels.Selector) ([]*networkingv1beta1.IPAddress, error) {
+	return l.typed.List(selector)
+}
+
+// Ingresses returns the resource's informer, its lister ours.
+func (v networkingV1beta1) Ingresses() networkingv1beta1informers.TypedIngressInformer {
+	return networkingV1beta1IngressInformer{v.Interface.Ingresses()}
+}
+
+type networkingV1beta1IngressInformer struct {
+	networkingv1beta1informers.TypedIngressInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1beta1IngressInformer) Lister() networkingv1beta1listers.IngressLister {
+	return networkingV1beta1IngressLister{IngressLister: i.TypedIngressInformer.Lister(), typed: newTypedLister[*networkingv1beta1.Ingress](i.Informer().GetIndexer(), networkingv1beta1.Resource("ingress"))}
+}
+
+type networkingV1beta1IngressLister struct {
+	networkingv1beta1listers.IngressLister
+	typed typedLister[*networkingv1beta1.Ingress]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1beta1IngressLister) List(selector labels.Selector) ([]*networkingv1beta1.Ingress, error) {
+	return l.typed.List(selector)
+}
+
+// Ingresses lists and gets in namespace.
+func (l networkingV1beta1IngressLister) Ingresses(namespace string) networkingv1beta1listers.IngressNamespaceLister {
+	return networkingV1beta1IngressNamespaceLister{IngressNamespaceLister: l.IngressLister.Ingresses(namespace), typed: l.typed.in(namespace)}
+}
+
+type networkingV1beta1IngressNamespaceLister struct {
+	networkingv1beta1listers.IngressNamespaceLister
+	typed typedLister[*networkingv1beta1.Ingress]
+}
+
+// List lists the namespace's objects selector matches.
+func (l networkingV1beta1IngressNamespaceLister) List(selector labels.Selector) ([]*networkingv1beta1.Ingress, error) {
+	return l.typed.List(selector)
+}
+
+// IngressClasses returns the resource's informer, its lister ours.
+func (v networkingV1beta1) IngressClasses() networkingv1beta1informers.TypedIngressClassInformer {
+	return networkingV1beta1IngressClassInformer{v.Interface.IngressClasses()}
+}
+
+type networkingV1beta1IngressClassInformer struct {
+	networkingv1beta1informers.TypedIngressClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1beta1IngressClassInformer) Lister() networkingv1beta1listers.IngressClassLister {
+	return networkingV1beta1IngressClassLister{IngressClassLister: i.TypedIngressClassInformer.Lister(), typed: newTypedLister[*networkingv1beta1.IngressClass](i.Informer().GetIndexer(), networkingv1beta1.Resource("ingressclass"))}
+}
+
+type networkingV1beta1IngressClassLister struct {
+	networkingv1beta1listers.IngressClassLister
+	typed typedLister[*networkingv1beta1.IngressClass]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1beta1IngressClassLister) List(selector labels.Selector) ([]*networkingv1beta1.IngressClass, error) {
+	return l.typed.List(selector)
+}
+
+// ServiceCIDRs returns the resource's informer, its lister ours.
+func (v networkingV1beta1) ServiceCIDRs() networkingv1beta1informers.TypedServiceCIDRInformer {
+	return networkingV1beta1ServiceCIDRInformer{v.Interface.ServiceCIDRs()}
+}
+
+type networkingV1beta1ServiceCIDRInformer struct {
+	networkingv1beta1informers.TypedServiceCIDRInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i networkingV1beta1ServiceCIDRInformer) Lister() networkingv1beta1listers.ServiceCIDRLister {
+	return networkingV1beta1ServiceCIDRLister{ServiceCIDRLister: i.TypedServiceCIDRInformer.Lister(), typed: newTypedLister[*networkingv1beta1.ServiceCIDR](i.Informer().GetIndexer(), networkingv1beta1.Resource("servicecidr"))}
+}
+
+type networkingV1beta1ServiceCIDRLister struct {
+	networkingv1beta1listers.ServiceCIDRLister
+	typed typedLister[*networkingv1beta1.ServiceCIDR]
+}
+
+// List lists the objects selector matches.
+func (l networkingV1beta1ServiceCIDRLister) List(selector labels.Selector) ([]*networkingv1beta1.ServiceCIDR, error) {
+	return l.typed.List(selector)
+}
+
+// nodeGroup is client-go's node group whose listers are ours.
+type nodeGroup struct{ node.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g nodeGroup) V1() nodev1informers.Interface { return nodeV1{g.Interface.V1()} }
+
+// nodeV1 is client-go's node/v1 informers whose listers are ours.
+type nodeV1 struct{ nodev1informers.Interface }
+
+// RuntimeClasses returns the resource's informer, its lister ours.
+func (v nodeV1) RuntimeClasses() nodev1informers.TypedRuntimeClassInformer {
+	return nodeV1RuntimeClassInformer{v.Interface.RuntimeClasses()}
+}
+
+type nodeV1RuntimeClassInformer struct {
+	nodev1informers.TypedRuntimeClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i nodeV1RuntimeClassInformer) Lister() nodev1listers.RuntimeClassLister {
+	return nodeV1RuntimeClassLister{RuntimeClassLister: i.TypedRuntimeClassInformer.Lister(), typed: newTypedLister[*nodev1.RuntimeClass](i.Informer().GetIndexer(), nodev1.Resource("runtimeclass"))}
+}
+
+type nodeV1RuntimeClassLister struct {
+	nodev1listers.RuntimeClassLister
+	typed typedLister[*nodev1.RuntimeClass]
+}
+
+// List lists the objects selector matches.
+func (l nodeV1RuntimeClassLister) List(selector labels.Selector) ([]*nodev1.RuntimeClass, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha1 returns the version's informers, their listers ours.
+func (g nodeGroup) V1alpha1() nodev1alpha1informers.Interface {
+	return nodeV1alpha1{g.Interface.V1alpha1()}
+}
+
+// nodeV1alpha1 is client-go's node/v1alpha1 informers whose listers are ours.
+type nodeV1alpha1 struct {
+	nodev1alpha1informers.Interface
+}
+
+// RuntimeClasses returns the resource's informer, its lister ours.
+func (v nodeV1alpha1) RuntimeClasses() nodev1alpha1informers.TypedRuntimeClassInformer {
+	return nodeV1alpha1RuntimeClassInformer{v.Interface.RuntimeClasses()}
+}
+
+type nodeV1alpha1RuntimeClassInformer struct {
+	nodev1alpha1informers.TypedRuntimeClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i nodeV1alpha1RuntimeClassInformer) Lister() nodev1alpha1listers.RuntimeClassLister {
+	return nodeV1alpha1RuntimeClassLister{RuntimeClassLister: i.TypedRuntimeClassInformer.Lister(), typed: newTypedLister[*nodev1alpha1.RuntimeClass](i.Informer().GetIndexer(), nodev1alpha1.Resource("runtimeclass"))}
+}
+
+type nodeV1alpha1RuntimeClassLister struct {
+	nodev1alpha1listers.RuntimeClassLister
+	typed typedLister[*nodev1alpha1.RuntimeClass]
+}
+
+// List lists the objects selector matches.
+func (l nodeV1alpha1RuntimeClassLister) List(selector labels.Selector) ([]*nodev1alpha1.RuntimeClass, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g nodeGroup) V1beta1() nodev1beta1informers.Interface {
+	return nodeV1beta1{g.Interface.V1beta1()}
+}
+
+// nodeV1beta1 is client-go's node/v1beta1 informers whose listers are ours.
+type nodeV1beta1 struct{ nodev1beta1informers.Interface }
+
+// RuntimeClasses returns the resource's informer, its lister ours.
+func (v nodeV1beta1) RuntimeClasses() nodev1beta1informers.TypedRuntimeClassInformer {
+	return nodeV1beta1RuntimeClassInformer{v.Interface.RuntimeClasses()}
+}
+
+type nodeV1beta1RuntimeClassInformer struct {
+	nodev1beta1informers.TypedRuntimeClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i nodeV1beta1RuntimeClassInformer) Lister() nodev1beta1listers.RuntimeClassLister {
+	return nodeV1beta1RuntimeClassLister{RuntimeClassLister: i.TypedRuntimeClassInformer.Lister(), typed: newTypedLister[*nodev1beta1.RuntimeClass](i.Informer().GetIndexer(), nodev1beta1.Resource("runtimeclass"))}
+}
+
+type nodeV1beta1RuntimeClassLister struct {
+	nodev1beta1listers.RuntimeClassLister
+	typed typedLister[*nodev1beta1.RuntimeClass]
+}
+
+// List lists the objects selector matches.
+func (l nodeV1beta1RuntimeClassLister) List(selector labels.Selector) ([]*nodev1beta1.RuntimeClass, error) {
+	return l.typed.List(selector)
+}
+
+// policyGroup is client-go's policy group whose listers are ours.
+type policyGroup struct{ policy.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g policyGroup) V1() policyv1informers.Interface { return policyV1{g.Interface.V1()} }
+
+// policyV1 is client-go's policy/v1 informers whose listers are ours.
+type policyV1 struct{ policyv1informers.Interface }
+
+// PodDisruptionBudgets returns the resource's informer, its lister ours.
+func (v policyV1) PodDisruptionBudgets() policyv1informers.TypedPodDisruptionBudgetInformer {
+	return policyV1PodDisruptionBudgetInformer{v.Interface.PodDisruptionBudgets()}
+}
+
+type policyV1PodDisruptionBudgetInformer struct {
+	policyv1informers.TypedPodDisruptionBudgetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i policyV1PodDisruptionBudgetInformer) Lister() policyv1listers.PodDisruptionBudgetLister {
+	return policyV1PodDisruptionBudgetLister{PodDisruptionBudgetLister: i.TypedPodDisruptionBudgetInformer.Lister(), typed: newTypedLister[*policyv1.PodDisruptionBudget](i.Informer().GetIndexer(), policyv1.Resource("poddisruptionbudget"))}
+}
+
+type policyV1PodDisruptionBudgetLister struct {
+	policyv1listers.PodDisruptionBudgetLister
+	typed typedLister[*policyv1.PodDisruptionBudget]
+}
+
+// List lists the objects selector matches.
+func (l policyV1PodDisruptionBudgetLister) List(selector labels.Selector) ([]*policyv1.PodDisruptionBudget, error) {
+	return l.typed.List(selector)
+}
+
+// PodDisruptionBudgets lists and gets in namespace.
+func (l policyV1PodDisruptionBudgetLister) PodDisruptionBudgets(namespace string) policyv1listers.PodDisruptionBudgetNamespaceLister {
+	return policyV1PodDisruptionBudgetNamespaceLister{PodDisruptionBudgetNamespaceLister: l.PodDisruptionBudgetLister.PodDisruptionBudgets(namespace), typed: l.typed.in(namespace)}
+}
+
+type policyV1PodDisruptionBudgetNamespaceLister struct {
+	policyv1listers.PodDisruptionBudgetNamespaceLister
+	typed typedLister[*policyv1.PodDisruptionBudget]
+}
+
+// List lists the namespace's objects selector matches.
+func (l policyV1PodDisruptionBudgetNamespaceLister) List(selector labels.Selector) ([]*policyv1.PodDisruptionBudget, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g policyGroup) V1beta1() policyv1beta1informers.Interface {
+	return policyV1beta1{g.Interface.V1beta1()}
+}
+
+// policyV1beta1 is client-go's policy/v1beta1 informers whose listers are ours.
+type policyV1beta1 struct {
+	policyv1beta1informers.Interface
+}
+
+// PodDisruptionBudgets returns the resource's informer, its lister ours.
+func (v policyV1beta1) PodDisruptionBudgets() policyv1beta1informers.TypedPodDisruptionBudgetInformer {
+	return policyV1beta1PodDisruptionBudgetInformer{v.Interface.PodDisruptionBudgets()}
+}
+
+type policyV1beta1PodDisruptionBudgetInformer struct {
+	policyv1beta1informers.TypedPodDisruptionBudgetInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i policyV1beta1PodDisruptionBudgetInformer) Lister() policyv1beta1listers.PodDisruptionBudgetLister {
+	return policyV1beta1PodDisruptionBudgetLister{PodDisruptionBudgetLister: i.TypedPodDisruptionBudgetInformer.Lister(), typed: newTypedLister[*policyv1beta1.PodDisruptionBudget](i.Informer().GetIndexer(), policyv1beta1.Resource("poddisruptionbudget"))}
+}
+
+type policyV1beta1PodDisruptionBudgetLister struct {
+	policyv1beta1listers.PodDisruptionBudgetLister
+	typed typedLister[*policyv1beta1.PodDisruptionBudget]
+}
+
+// List lists the objects selector matches.
+func (l policyV1beta1PodDisruptionBudgetLister) List(selector labels.Selector) ([]*policyv1beta1.PodDisruptionBudget, error) {
+	return l.typed.List(selector)
+}
+
+// PodDisruptionBudgets lists and gets in namespace.
+func (l policyV1beta1PodDisruptionBudgetLister) PodDisruptionBudgets(namespace string) policyv1beta1listers.PodDisruptionBudgetNamespaceLister {
+	return policyV1beta1PodDisruptionBudgetNamespaceLister{PodDisruptionBudgetNamespaceLister: l.PodDisruptionBudgetLister.PodDisruptionBudgets(namespace), typed: l.typed.in(namespace)}
+}
+
+type policyV1beta1PodDisruptionBudgetNamespaceLister struct {
+	policyv1beta1listers.PodDisruptionBudgetNamespaceLister
+	typed typedLister[*policyv1beta1.PodDisruptionBudget]
+}
+
+// List lists the namespace's objects selector matches.
+func (l policyV1beta1PodDisruptionBudgetNamespaceLister) List(selector labels.Selector) ([]*policyv1beta1.PodDisruptionBudget, error) {
+	return l.typed.List(selector)
+}
+
+// rbacGroup is client-go's rbac group whose listers are ours.
+type rbacGroup struct{ rbac.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g rbacGroup) V1() rbacv1informers.Interface { return rbacV1{g.Interface.V1()} }
+
+// rbacV1 is client-go's rbac/v1 informers whose listers are ours.
+type rbacV1 struct{ rbacv1informers.Interface }
+
+// ClusterRoles returns the resource's informer, its lister ours.
+func (v rbacV1) ClusterRoles() rbacv1informers.TypedClusterRoleInformer {
+	return rbacV1ClusterRoleInformer{v.Interface.ClusterRoles()}
+}
+
+type rbacV1ClusterRoleInformer struct {
+	rbacv1informers.TypedClusterRoleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1ClusterRoleInformer) Lister() rbacv1listers.ClusterRoleLister {
+	return rbacV1ClusterRoleLister{ClusterRoleLister: i.TypedClusterRoleInformer.Lister(), typed: newTypedLister[*rbacv1.ClusterRole](i.Informer().GetIndexer(), rbacv1.Resource("clusterrole"))}
+}
+
+type rbacV1ClusterRoleLister struct {
+	rbacv1listers.ClusterRoleLister
+	typed typedLister[*rbacv1.ClusterRole]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1ClusterRoleLister) List(selector labels.Selector) ([]*rbacv1.ClusterRole, error) {
+	return l.typed.List(selector)
+}
+
+// ClusterRoleBindings returns the resource's informer, its lister ours.
+func (v rbacV1) ClusterRoleBindings() rbacv1informers.TypedClusterRoleBindingInformer {
+	return rbacV1ClusterRoleBindingInformer{v.Interface.ClusterRoleBindings()}
+}
+
+type rbacV1ClusterRoleBindingInformer struct {
+	rbacv1informers.TypedClusterRoleBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1ClusterRoleBindingInformer) Lister() rbacv1listers.ClusterRoleBindingLister {
+	return rbacV1ClusterRoleBindingLister{ClusterRoleBindingLister: i.TypedClusterRoleBindingInformer.Lister(), typed: newTypedLister[*rbacv1.ClusterRoleBinding](i.Informer().GetIndexer(), rbacv1.Resource("clusterrolebinding"))}
+}
+
+type rbacV1ClusterRoleBindingLister struct {
+	rbacv1listers.ClusterRoleBindingLister
+	typed typedLister[*rbacv1.ClusterRoleBinding]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1ClusterRoleBindingLister) List(selector labels.Selector) ([]*rbacv1.ClusterRoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// Roles returns the resource's informer, its lister ours.
+func (v rbacV1) Roles() rbacv1informers.TypedRoleInformer {
+	return rbacV1RoleInformer{v.Interface.Roles()}
+}
+
+type rbacV1RoleInformer struct {
+	rbacv1informers.TypedRoleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1RoleInformer) Lister() rbacv1listers.RoleLister {
+	return rbacV1RoleLister{RoleLister: i.TypedRoleInformer.Lister(), typed: newTypedLister[*rbacv1.Role](i.Informer().GetIndexer(), rbacv1.Resource("role"))}
+}
+
+type rbacV1RoleLister struct {
+	rbacv1listers.RoleLister
+	typed typedLister[*rbacv1.Role]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1RoleLister) List(selector labels.Selector) ([]*rbacv1.Role, error) {
+	return l.typed.List(selector)
+}
+
+// Roles lists and gets in namespace.
+func (l rbacV1RoleLister) Roles(namespace string) rbacv1listers.RoleNamespaceLister {
+	return rbacV1RoleNamespaceLister{RoleNamespaceLister: l.RoleLister.Roles(namespace), typed: l.typed.in(namespace)}
+}
+
+type rbacV1RoleNamespaceLister struct {
+	rbacv1listers.RoleNamespaceLister
+	typed typedLister[*rbacv1.Role]
+}
+
+// List lists the namespace's objects selector matches.
+func (l rbacV1RoleNamespaceLister) List(selector labels.Selector) ([]*rbacv1.Role, error) {
+	return l.typed.List(selector)
+}
+
+// RoleBindings returns the resource's informer, its lister ours.
+func (v rbacV1) RoleBindings() rbacv1informers.TypedRoleBindingInformer {
+	return rbacV1RoleBindingInformer{v.Interface.RoleBindings()}
+}
+
+type rbacV1RoleBindingInformer struct {
+	rbacv1informers.TypedRoleBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1RoleBindingInformer) Lister() rbacv1listers.RoleBindingLister {
+	return rbacV1RoleBindingLister{RoleBindingLister: i.TypedRoleBindingInformer.Lister(), typed: newTypedLister[*rbacv1.RoleBinding](i.Informer().GetIndexer(), rbacv1.Resource("rolebinding"))}
+}
+
+type rbacV1RoleBindingLister struct {
+	rbacv1listers.RoleBindingLister
+	typed typedLister[*rbacv1.RoleBinding]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1RoleBindingLister) List(selector labels.Selector) ([]*rbacv1.RoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// RoleBindings lists and gets in namespace.
+func (l rbacV1RoleBindingLister) RoleBindings(namespace string) rbacv1listers.RoleBindingNamespaceLister {
+	return rbacV1RoleBindingNamespaceLister{RoleBindingNamespaceLister: l.RoleBindingLister.RoleBindings(namespace), typed: l.typed.in(namespace)}
+}
+
+type rbacV1RoleBindingNamespaceLister struct {
+	rbacv1listers.RoleBindingNamespaceLister
+	typed typedLister[*rbacv1.RoleBinding]
+}
+
+// List lists the namespace's objects selector matches.
+func (l rbacV1RoleBindingNamespaceLister) List(selector labels.Selector) ([]*rbacv1.RoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha1 returns the version's informers, their listers ours.
+func (g rbacGroup) V1alpha1() rbacv1alpha1informers.Interface {
+	return rbacV1alpha1{g.Interface.V1alpha1()}
+}
+
+// rbacV1alpha1 is client-go's rbac/v1alpha1 informers whose listers are ours.
+type rbacV1alpha1 struct {
+	rbacv1alpha1informers.Interface
+}
+
+// ClusterRoles returns the resource's informer, its lister ours.
+func (v rbacV1alpha1) ClusterRoles() rbacv1alpha1informers.TypedClusterRoleInformer {
+	return rbacV1alpha1ClusterRoleInformer{v.Interface.ClusterRoles()}
+}
+
+type rbacV1alpha1ClusterRoleInformer struct {
+	rbacv1alpha1informers.TypedClusterRoleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1alpha1ClusterRoleInformer) Lister() rbacv1alpha1listers.ClusterRoleLister {
+	return rbacV1alpha1ClusterRoleLister{ClusterRoleLister: i.TypedClusterRoleInformer.Lister(), typed: newTypedLister[*rbacv1alpha1.ClusterRole](i.Informer().GetIndexer(), rbacv1alpha1.Resource("clusterrole"))}
+}
+
+type rbacV1alpha1ClusterRoleLister struct {
+	rbacv1alpha1listers.ClusterRoleLister
+	typed typedLister[*rbacv1alpha1.ClusterRole]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1alpha1ClusterRoleLister) List(selector labels.Selector) ([]*rbacv1alpha1.ClusterRole, error) {
+	return l.typed.List(selector)
+}
+
+// ClusterRoleBindings returns the resource's informer, its lister ours.
+func (v rbacV1alpha1) ClusterRoleBindings() rbacv1alpha1informers.TypedClusterRoleBindingInformer {
+	return rbacV1alpha1ClusterRoleBindingInformer{v.Interface.ClusterRoleBindings()}
+}
+
+type rbacV1alpha1ClusterRoleBindingInformer struct {
+	rbacv1alpha1informers.TypedClusterRoleBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1alpha1ClusterRoleBindingInformer) Lister() rbacv1alpha1listers.ClusterRoleBindingLister {
+	return rbacV1alpha1ClusterRoleBindingLister{ClusterRoleBindingLister: i.TypedClusterRoleBindingInformer.Lister(), typed: newTypedLister[*rbacv1alpha1.ClusterRoleBinding](i.Informer().GetIndexer(), rbacv1alpha1.Resource("clusterrolebinding"))}
+}
+
+type rbacV1alpha1ClusterRoleBindingLister struct {
+	rbacv1alpha1listers.ClusterRoleBindingLister
+	typed typedLister[*rbacv1alpha1.ClusterRoleBinding]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1alpha1ClusterRoleBindingLister) List(selector labels.Selector) ([]*rbacv1alpha1.ClusterRoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// Roles returns the resource's informer, its lister ours.
+func (v rbacV1alpha1) Roles() rbacv1alpha1informers.TypedRoleInformer {
+	return rbacV1alpha1RoleInformer{v.Interface.Roles()}
+}
+
+type rbacV1alpha1RoleInformer struct {
+	rbacv1alpha1informers.TypedRoleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1alpha1RoleInformer) Lister() rbacv1alpha1listers.RoleLister {
+	return rbacV1alpha1RoleLister{RoleLister: i.TypedRoleInformer.Lister(), typed: newTypedLister[*rbacv1alpha1.Role](i.Informer().GetIndexer(), rbacv1alpha1.Resource("role"))}
+}
+
+type rbacV1alpha1RoleLister struct {
+	rbacv1alpha1listers.RoleLister
+	typed typedLister[*rbacv1alpha1.Role]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1alpha1RoleLister) List(selector labels.Selector) ([]*rbacv1alpha1.Role, error) {
+	return l.typed.List(selector)
+}
+
+// Roles lists and gets in namespace.
+func (l rbacV1alpha1RoleLister) Roles(namespace string) rbacv1alpha1listers.RoleNamespaceLister {
+	return rbacV1alpha1RoleNamespaceLister{RoleNamespaceLister: l.RoleLister.Roles(namespace), typed: l.typed.in(namespace)}
+}
+
+type rbacV1alpha1RoleNamespaceLister struct {
+	rbacv1alpha1listers.RoleNamespaceLister
+	typed typedLister[*rbacv1alpha1.Role]
+}
+
+// List lists the namespace's objects selector matches.
+func (l rbacV1alpha1RoleNamespaceLister) List(selector labels.Selector) ([]*rbacv1alpha1.Role, error) {
+	return l.typed.List(selector)
+}
+
+// RoleBindings returns the resource's informer, its lister ours.
+func (v rbacV1alpha1) RoleBindings() rbacv1alpha1informers.TypedRoleBindingInformer {
+	return rbacV1alpha1RoleBindingInformer{v.Interface.RoleBindings()}
+}
+
+type rbacV1alpha1RoleBindingInformer struct {
+	rbacv1alpha1informers.TypedRoleBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1alpha1RoleBindingInformer) Lister() rbacv1alpha1listers.RoleBindingLister {
+	return rbacV1alpha1RoleBindingLister{RoleBindingLister: i.TypedRoleBindingInformer.Lister(), typed: newTypedLister[*rbacv1alpha1.RoleBinding](i.Informer().GetIndexer(), rbacv1alpha1.Resource("rolebinding"))}
+}
+
+type rbacV1alpha1RoleBindingLister struct {
+	rbacv1alpha1listers.RoleBindingLister
+	typed typedLister[*rbacv1alpha1.RoleBinding]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1alpha1RoleBindingLister) List(selector labels.Selector) ([]*rbacv1alpha1.RoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// RoleBindings lists and gets in namespace.
+func (l rbacV1alpha1RoleBindingLister) RoleBindings(namespace string) rbacv1alpha1listers.RoleBindingNamespaceLister {
+	return rbacV1alpha1RoleBindingNamespaceLister{RoleBindingNamespaceLister: l.RoleBindingLister.RoleBindings(namespace), typed: l.typed.in(namespace)}
+}
+
+type rbacV1alpha1RoleBindingNamespaceLister struct {
+	rbacv1alpha1listers.RoleBindingNamespaceLister
+	typed typedLister[*rbacv1alpha1.RoleBinding]
+}
+
+// List lists the namespace's objects selector matches.
+func (l rbacV1alpha1RoleBindingNamespaceLister) List(selector labels.Selector) ([]*rbacv1alpha1.RoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g rbacGroup) V1beta1() rbacv1beta1informers.Interface {
+	return rbacV1beta1{g.Interface.V1beta1()}
+}
+
+// rbacV1beta1 is client-go's rbac/v1beta1 informers whose listers are ours.
+type rbacV1beta1 struct{ rbacv1beta1informers.Interface }
+
+// ClusterRoles returns the resource's informer, its lister ours.
+func (v rbacV1beta1) ClusterRoles() rbacv1beta1informers.TypedClusterRoleInformer {
+	return rbacV1beta1ClusterRoleInformer{v.Interface.ClusterRoles()}
+}
+
+type rbacV1beta1ClusterRoleInformer struct {
+	rbacv1beta1informers.TypedClusterRoleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1beta1ClusterRoleInformer) Lister() rbacv1beta1listers.ClusterRoleLister {
+	return rbacV1beta1ClusterRoleLister{ClusterRoleLister: i.TypedClusterRoleInformer.Lister(), typed: newTypedLister[*rbacv1beta1.ClusterRole](i.Informer().GetIndexer(), rbacv1beta1.Resource("clusterrole"))}
+}
+
+type rbacV1beta1ClusterRoleLister struct {
+	rbacv1beta1listers.ClusterRoleLister
+	typed typedLister[*rbacv1beta1.ClusterRole]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1beta1ClusterRoleLister) List(selector labels.Selector) ([]*rbacv1beta1.ClusterRole, error) {
+	return l.typed.List(selector)
+}
+
+// ClusterRoleBindings returns the resource's informer, its lister ours.
+func (v rbacV1beta1) ClusterRoleBindings() rbacv1beta1informers.TypedClusterRoleBindingInformer {
+	return rbacV1beta1ClusterRoleBindingInformer{v.Interface.ClusterRoleBindings()}
+}
+
+type rbacV1beta1ClusterRoleBindingInformer struct {
+	rbacv1beta1informers.TypedClusterRoleBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1beta1ClusterRoleBindingInformer) Lister() rbacv1beta1listers.ClusterRoleBindingLister {
+	return rbacV1beta1ClusterRoleBindingLister{ClusterRoleBindingLister: i.TypedClusterRoleBindingInformer.Lister(), typed: newTypedLister[*rbacv1beta1.ClusterRoleBinding](i.Informer().GetIndexer(), rbacv1beta1.Resource("clusterrolebinding"))}
+}
+
+type rbacV1beta1ClusterRoleBindingLister struct {
+	rbacv1beta1listers.ClusterRoleBindingLister
+	typed typedLister[*rbacv1beta1.ClusterRoleBinding]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1beta1ClusterRoleBindingLister) List(selector labels.Selector) ([]*rbacv1beta1.ClusterRoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// Roles returns the resource's informer, its lister ours.
+func (v rbacV1beta1) Roles() rbacv1beta1informers.TypedRoleInformer {
+	return rbacV1beta1RoleInformer{v.Interface.Roles()}
+}
+
+type rbacV1beta1RoleInformer struct {
+	rbacv1beta1informers.TypedRoleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1beta1RoleInformer) Lister() rbacv1beta1listers.RoleLister {
+	return rbacV1beta1RoleLister{RoleLister: i.TypedRoleInformer.Lister(), typed: newTypedLister[*rbacv1beta1.Role](i.Informer().GetIndexer(), rbacv1beta1.Resource("role"))}
+}
+
+type rbacV1beta1RoleLister struct {
+	rbacv1beta1listers.RoleLister
+	typed typedLister[*rbacv1beta1.Role]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1beta1RoleLister) List(selector labels.Selector) ([]*rbacv1beta1.Role, error) {
+	return l.typed.List(selector)
+}
+
+// Roles lists and gets in namespace.
+func (l rbacV1beta1RoleLister) Roles(namespace string) rbacv1beta1listers.RoleNamespaceLister {
+	return rbacV1beta1RoleNamespaceLister{RoleNamespaceLister: l.RoleLister.Roles(namespace), typed: l.typed.in(namespace)}
+}
+
+type rbacV1beta1RoleNamespaceLister struct {
+	rbacv1beta1listers.RoleNamespaceLister
+	typed typedLister[*rbacv1beta1.Role]
+}
+
+// List lists the namespace's objects selector matches.
+func (l rbacV1beta1RoleNamespaceLister) List(selector labels.Selector) ([]*rbacv1beta1.Role, error) {
+	return l.typed.List(selector)
+}
+
+// RoleBindings returns the resource's informer, its lister ours.
+func (v rbacV1beta1) RoleBindings() rbacv1beta1informers.TypedRoleBindingInformer {
+	return rbacV1beta1RoleBindingInformer{v.Interface.RoleBindings()}
+}
+
+type rbacV1beta1RoleBindingInformer struct {
+	rbacv1beta1informers.TypedRoleBindingInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i rbacV1beta1RoleBindingInformer) Lister() rbacv1beta1listers.RoleBindingLister {
+	return rbacV1beta1RoleBindingLister{RoleBindingLister: i.TypedRoleBindingInformer.Lister(), typed: newTypedLister[*rbacv1beta1.RoleBinding](i.Informer().GetIndexer(), rbacv1beta1.Resource("rolebinding"))}
+}
+
+type rbacV1beta1RoleBindingLister struct {
+	rbacv1beta1listers.RoleBindingLister
+	typed typedLister[*rbacv1beta1.RoleBinding]
+}
+
+// List lists the objects selector matches.
+func (l rbacV1beta1RoleBindingLister) List(selector labels.Selector) ([]*rbacv1beta1.RoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// RoleBindings lists and gets in namespace.
+func (l rbacV1beta1RoleBindingLister) RoleBindings(namespace string) rbacv1beta1listers.RoleBindingNamespaceLister {
+	return rbacV1beta1RoleBindingNamespaceLister{RoleBindingNamespaceLister: l.RoleBindingLister.RoleBindings(namespace), typed: l.typed.in(namespace)}
+}
+
+type rbacV1beta1RoleBindingNamespaceLister struct {
+	rbacv1beta1listers.RoleBindingNamespaceLister
+	typed typedLister[*rbacv1beta1.RoleBinding]
+}
+
+// List lists the namespace's objects selector matches.
+func (l rbacV1beta1RoleBindingNamespaceLister) List(selector labels.Selector) ([]*rbacv1beta1.RoleBinding, error) {
+	return l.typed.List(selector)
+}
+
+// resourceGroup is client-go's resource group whose listers are ours.
+type resourceGroup struct{ resource.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g resourceGroup) V1() resourcev1informers.Interface { return resourceV1{g.Interface.V1()} }
+
+// resourceV1 is client-go's resource/v1 informers whose listers are ours.
+type resourceV1 struct{ resourcev1informers.Interface }
+
+// DeviceClasses returns the resource's informer, its lister ours.
+func (v resourceV1) DeviceClasses() resourcev1informers.TypedDeviceClassInformer {
+	return resourceV1DeviceClassInformer{v.Interface.DeviceClasses()}
+}
+
+type resourceV1DeviceClassInformer struct {
+	resourcev1informers.TypedDeviceClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1DeviceClassInformer) Lister() resourcev1listers.DeviceClassLister {
+	return resourceV1DeviceClassLister{DeviceClassLister: i.TypedDeviceClassInformer.Lister(), typed: newTypedLister[*resourcev1.DeviceClass](i.Informer().GetIndexer(), resourcev1.Resource("deviceclass"))}
+}
+
+type resourceV1DeviceClassLister struct {
+	resourcev1listers.DeviceClassLister
+	typed typedLister[*resourcev1.DeviceClass]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1DeviceClassLister) List(selector labels.Selector) ([]*resourcev1.DeviceClass, error) {
+	return l.typed.List(selector)
+}
+
+// DeviceTaintRules returns the resource's informer, its lister ours.
+func (v resourceV1) DeviceTaintRules() resourcev1informers.TypedDeviceTaintRuleInformer {
+	return resourceV1DeviceTaintRuleInformer{v.Interface.DeviceTaintRules()}
+}
+
+type resourceV1DeviceTaintRuleInformer struct {
+	resourcev1informers.TypedDeviceTaintRuleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1DeviceTaintRuleInformer) Lister() resourcev1listers.DeviceTaintRuleLister {
+	return resourceV1DeviceTaintRuleLister{DeviceTaintRuleLister: i.TypedDeviceTaintRuleInformer.Lister(), typed: newTypedLister[*resourcev1.DeviceTaintRule](i.Informer().GetIndexer(), resourcev1.Resource("devicetaintrule"))}
+}
+
+type resourceV1DeviceTaintRuleLister struct {
+	resourcev1listers.DeviceTaintRuleLister
+	typed typedLister[*resourcev1.DeviceTaintRule]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1DeviceTaintRuleLister) List(selector labels.Selector) ([]*resourcev1.DeviceTaintRule, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaims returns the resource's informer, its lister ours.
+func (v resourceV1) ResourceClaims() resourcev1informers.TypedResourceClaimInformer {
+	return resourceV1ResourceClaimInformer{v.Interface.ResourceClaims()}
+}
+
+type resourceV1ResourceClaimInformer struct {
+	resourcev1informers.TypedResourceClaimInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1ResourceClaimInformer) Lister() resourcev1listers.ResourceClaimLister {
+	return resourceV1ResourceClaimLister{ResourceClaimLister: i.TypedResourceClaimInformer.Lister(), typed: newTypedLister[*resourcev1.ResourceClaim](i.Informer().GetIndexer(), resourcev1.Resource("resourceclaim"))}
+}
+
+type resourceV1ResourceClaimLister struct {
+	resourcev1listers.ResourceClaimLister
+	typed typedLister[*resourcev1.ResourceClaim]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1ResourceClaimLister) List(selector labels.Selector) ([]*resourcev1.ResourceClaim, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaims lists and gets in namespace.
+func (l resourceV1ResourceClaimLister) ResourceClaims(namespace string) resourcev1listers.ResourceClaimNamespaceLister {
+	return resourceV1ResourceClaimNamespaceLister{ResourceClaimNamespaceLister: l.ResourceClaimLister.ResourceClaims(namespace), typed: l.typed.in(namespace)}
+}
+
+type resourceV1ResourceClaimNamespaceLister struct {
+	resourcev1listers.ResourceClaimNamespaceLister
+	typed typedLister[*resourcev1.ResourceClaim]
+}
+
+// List lists the namespace's objects selector matches.
+func (l resourceV1ResourceClaimNamespaceLister) List(selector labels.Selector) ([]*resourcev1.ResourceClaim, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaimTemplates returns the resource's informer, its lister ours.
+func (v resourceV1) ResourceClaimTemplates() resourcev1informers.TypedResourceClaimTemplateInformer {
+	return resourceV1ResourceClaimTemplateInformer{v.Interface.ResourceClaimTemplates()}
+}
+
+type resourceV1ResourceClaimTemplateInformer struct {
+	resourcev1informers.TypedResourceClaimTemplateInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1ResourceClaimTemplateInformer) Lister() resourcev1listers.ResourceClaimTemplateLister {
+	return resourceV1ResourceClaimTemplateLister{ResourceClaimTemplateLister: i.TypedResourceClaimTemplateInformer.Lister(), typed: newTypedLister[*resourcev1.ResourceClaimTemplate](i.Informer().GetIndexer(), resourcev1.Resource("resourceclaimtemplate"))}
+}
+
+type resourceV1ResourceClaimTemplateLister struct {
+	resourcev1listers.ResourceClaimTemplateLister
+	typed typedLister[*resourcev1.ResourceClaimTemplate]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1ResourceClaimTemplateLister) List(selector labels.Selector) ([]*resourcev1.ResourceClaimTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaimTemplates lists and gets in namespace.
+func (l resourceV1ResourceClaimTemplateLister) ResourceClaimTemplates(namespace string) resourcev1listers.ResourceClaimTemplateNamespaceLister {
+	return resourceV1ResourceClaimTemplateNamespaceLister{ResourceClaimTemplateNamespaceLister: l.ResourceClaimTemplateLister.ResourceClaimTemplates(namespace), typed: l.typed.in(namespace)}
+}
+
+type resourceV1ResourceClaimTemplateNamespaceLister struct {
+	resourcev1listers.ResourceClaimTemplateNamespaceLister
+	typed typedLister[*resourcev1.ResourceClaimTemplate]
+}
+
+// List lists the namespace's objects selector matches.
+func (l resourceV1ResourceClaimTemplateNamespaceLister) List(selector labels.Selector) ([]*resourcev1.ResourceClaimTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceSlices returns the resource's informer, its lister ours.
+func (v resourceV1) ResourceSlices() resourcev1informers.TypedResourceSliceInformer {
+	return resourceV1ResourceSliceInformer{v.Interface.ResourceSlices()}
+}
+
+type resourceV1ResourceSliceInformer struct {
+	resourcev1informers.TypedResourceSliceInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1ResourceSliceInformer) Lister() resourcev1listers.ResourceSliceLister {
+	return resourceV1ResourceSliceLister{ResourceSliceLister: i.TypedResourceSliceInformer.Lister(), typed: newTypedLister[*resourcev1.ResourceSlice](i.Informer().GetIndexer(), resourcev1.Resource("resourceslice"))}
+}
+
+type resourceV1ResourceSliceLister struct {
+	resourcev1listers.ResourceSliceLister
+	typed typedLister[*resourcev1.ResourceSlice]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1ResourceSliceLister) List(selector labels.Selector) ([]*resourcev1.ResourceSlice, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha3 returns the version's informers, their listers ours.
+func (g resourceGroup) V1alpha3() resourcev1alpha3informers.Interface {
+	return resourceV1alpha3{g.Interface.V1alpha3()}
+}
+
+// resourceV1alpha3 is client-go's resource/v1alpha3 informers whose listers are ours.
+type resourceV1alpha3 struct {
+	resourcev1alpha3informers.Interface
+}
+
+// DeviceTaintRules returns the resource's informer, its lister ours.
+func (v resourceV1alpha3) DeviceTaintRules() resourcev1alpha3informers.TypedDeviceTaintRuleInformer {
+	return resourceV1alpha3DeviceTaintRuleInformer{v.Interface.DeviceTaintRules()}
+}
+
+type resourceV1alpha3DeviceTaintRuleInformer struct {
+	resourcev1alpha3informers.TypedDeviceTaintRuleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1alpha3DeviceTaintRuleInformer) Lister() resourcev1alpha3listers.DeviceTaintRuleLister {
+	return resourceV1alpha3DeviceTaintRuleLister{DeviceTaintRuleLister: i.TypedDeviceTaintRuleInformer.Lister(), typed: newTypedLister[*v1alpha3.DeviceTaintRule](i.Informer().GetIndexer(), v1alpha3.Resource("devicetaintrule"))}
+}
+
+type resourceV1alpha3DeviceTaintRuleLister struct {
+	resourcev1alpha3listers.DeviceTaintRuleLister
+	typed typedLister[*v1alpha3.DeviceTaintRule]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1alpha3DeviceTaintRuleLister) List(selector labels.Selector) ([]*v1alpha3.DeviceTaintRule, error) {
+	return l.typed.List(selector)
+}
+
+// ResourcePoolStatusRequests returns the resource's informer, its lister ours.
+func (v resourceV1alpha3) ResourcePoolStatusRequests() resourcev1alpha3informers.TypedResourcePoolStatusRequestInformer {
+	return resourceV1alpha3ResourcePoolStatusRequestInformer{v.Interface.ResourcePoolStatusRequests()}
+}
+
+type resourceV1alpha3ResourcePoolStatusRequestInformer struct {
+	resourcev1alpha3informers.TypedResourcePoolStatusRequestInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1alpha3ResourcePoolStatusRequestInformer) Lister() resourcev1alpha3listers.ResourcePoolStatusRequestLister {
+	return resourceV1alpha3ResourcePoolStatusRequestLister{ResourcePoolStatusRequestLister: i.TypedResourcePoolStatusRequestInformer.Lister(), typed: newTypedLister[*v1alpha3.ResourcePoolStatusRequest](i.Informer().GetIndexer(), v1alpha3.Resource("resourcepoolstatusrequest"))}
+}
+
+type resourceV1alpha3ResourcePoolStatusRequestLister struct {
+	resourcev1alpha3listers.ResourcePoolStatusRequestLister
+	typed typedLister[*v1alpha3.ResourcePoolStatusRequest]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1alpha3ResourcePoolStatusRequestLister) List(selector labels.Selector) ([]*v1alpha3.ResourcePoolStatusRequest, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g resourceGroup) V1beta1() resourcev1beta1informers.Interface {
+	return resourceV1beta1{g.Interface.V1beta1()}
+}
+
+// resourceV1beta1 is client-go's resource/v1beta1 informers whose listers are ours.
+type resourceV1beta1 struct {
+	resourcev1beta1informers.Interface
+}
+
+// DeviceClasses returns the resource's informer, its lister ours.
+func (v resourceV1beta1) DeviceClasses() resourcev1beta1informers.TypedDeviceClassInformer {
+	return resourceV1beta1DeviceClassInformer{v.Interface.DeviceClasses()}
+}
+
+type resourceV1beta1DeviceClassInformer struct {
+	resourcev1beta1informers.TypedDeviceClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta1DeviceClassInformer) Lister() resourcev1beta1listers.DeviceClassLister {
+	return resourceV1beta1DeviceClassLister{DeviceClassLister: i.TypedDeviceClassInformer.Lister(), typed: newTypedLister[*resourcev1beta1.DeviceClass](i.Informer().GetIndexer(), resourcev1beta1.Resource("deviceclass"))}
+}
+
+type resourceV1beta1DeviceClassLister struct {
+	resourcev1beta1listers.DeviceClassLister
+	typed typedLister[*resourcev1beta1.DeviceClass]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta1DeviceClassLister) List(selector labels.Selector) ([]*resourcev1beta1.DeviceClass, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaims returns the resource's informer, its lister ours.
+func (v resourceV1beta1) ResourceClaims() resourcev1beta1informers.TypedResourceClaimInformer {
+	return resourceV1beta1ResourceClaimInformer{v.Interface.ResourceClaims()}
+}
+
+type resourceV1beta1ResourceClaimInformer struct {
+	resourcev1beta1informers.TypedResourceClaimInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta1ResourceClaimInformer) Lister() resourcev1beta1listers.ResourceClaimLister {
+	return resourceV1beta1ResourceClaimLister{ResourceClaimLister: i.TypedResourceClaimInformer.Lister(), typed: newTypedLister[*resourcev1beta1.ResourceClaim](i.Informer().GetIndexer(), resourcev1beta1.Resource("resourceclaim"))}
+}
+
+type resourceV1beta1ResourceClaimLister struct {
+	resourcev1beta1listers.ResourceClaimLister
+	typed typedLister[*resourcev1beta1.ResourceClaim]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta1ResourceClaimLister) List(selector labels.Selector) ([]*resourcev1beta1.ResourceClaim, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaims lists and gets in namespace.
+func (l resourceV1beta1ResourceClaimLister) ResourceClaims(namespace string) resourcev1beta1listers.ResourceClaimNamespaceLister {
+	return resourceV1beta1ResourceClaimNamespaceLister{ResourceClaimNamespaceLister: l.ResourceClaimLister.ResourceClaims(namespace), typed: l.typed.in(namespace)}
+}
+
+type resourceV1beta1ResourceClaimNamespaceLister struct {
+	resourcev1beta1listers.ResourceClaimNamespaceLister
+	typed typedLister[*resourcev1beta1.ResourceClaim]
+}
+
+// List lists the namespace's objects selector matches.
+func (l resourceV1beta1ResourceClaimNamespaceLister) List(selector labels.Selector) ([]*resourcev1beta1.ResourceClaim, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaimTemplates returns the resource's informer, its lister ours.
+func (v resourceV1beta1) ResourceClaimTemplates() resourcev1beta1informers.TypedResourceClaimTemplateInformer {
+	return resourceV1beta1ResourceClaimTemplateInformer{v.Interface.ResourceClaimTemplates()}
+}
+
+type resourceV1beta1ResourceClaimTemplateInformer struct {
+	resourcev1beta1informers.TypedResourceClaimTemplateInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta1ResourceClaimTemplateInformer) Lister() resourcev1beta1listers.ResourceClaimTemplateLister {
+	return resourceV1beta1ResourceClaimTemplateLister{ResourceClaimTemplateLister: i.TypedResourceClaimTemplateInformer.Lister(), typed: newTypedLister[*resourcev1beta1.ResourceClaimTemplate](i.Informer().GetIndexer(), resourcev1beta1.Resource("resourceclaimtemplate"))}
+}
+
+type resourceV1beta1ResourceClaimTemplateLister struct {
+	resourcev1beta1listers.ResourceClaimTemplateLister
+	typed typedLister[*resourcev1beta1.ResourceClaimTemplate]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta1ResourceClaimTemplateLister) List(selector labels.Selector) ([]*resourcev1beta1.ResourceClaimTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaimTemplates lists and gets in namespace.
+func (l resourceV1beta1ResourceClaimTemplateLister) ResourceClaimTemplates(namespace string) resourcev1beta1listers.ResourceClaimTemplateNamespaceLister {
+	return resourceV1beta1ResourceClaimTemplateNamespaceLister{ResourceClaimTemplateNamespaceLister: l.ResourceClaimTemplateLister.ResourceClaimTemplates(namespace), typed: l.typed.in(namespace)}
+}
+
+type resourceV1beta1ResourceClaimTemplateNamespaceLister struct {
+	resourcev1beta1listers.ResourceClaimTemplateNamespaceLister
+	typed typedLister[*resourcev1beta1.ResourceClaimTemplate]
+}
+
+// List lists the namespace's objects selector matches.
+func (l resourceV1beta1ResourceClaimTemplateNamespaceLister) List(selector labels.Selector) ([]*resourcev1beta1.ResourceClaimTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceSlices returns the resource's informer, its lister ours.
+func (v resourceV1beta1) ResourceSlices() resourcev1beta1informers.TypedResourceSliceInformer {
+	return resourceV1beta1ResourceSliceInformer{v.Interface.ResourceSlices()}
+}
+
+type resourceV1beta1ResourceSliceInformer struct {
+	resourcev1beta1informers.TypedResourceSliceInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta1ResourceSliceInformer) Lister() resourcev1beta1listers.ResourceSliceLister {
+	return resourceV1beta1ResourceSliceLister{ResourceSliceLister: i.TypedResourceSliceInformer.Lister(), typed: newTypedLister[*resourcev1beta1.ResourceSlice](i.Informer().GetIndexer(), resourcev1beta1.Resource("resourceslice"))}
+}
+
+type resourceV1beta1ResourceSliceLister struct {
+	resourcev1beta1listers.ResourceSliceLister
+	typed typedLister[*resourcev1beta1.ResourceSlice]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta1ResourceSliceLister) List(selector labels.Selector) ([]*resourcev1beta1.ResourceSlice, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta2 returns the version's informers, their listers ours.
+func (g resourceGroup) V1beta2() resourcev1beta2informers.Interface {
+	return resourceV1beta2{g.Interface.V1beta2()}
+}
+
+// resourceV1beta2 is client-go's resource/v1beta2 informers whose listers are ours.
+type resourceV1beta2 struct {
+	resourcev1beta2informers.Interface
+}
+
+// DeviceClasses returns the resource's informer, its lister ours.
+func (v resourceV1beta2) DeviceClasses() resourcev1beta2informers.TypedDeviceClassInformer {
+	return resourceV1beta2DeviceClassInformer{v.Interface.DeviceClasses()}
+}
+
+type resourceV1beta2DeviceClassInformer struct {
+	resourcev1beta2informers.TypedDeviceClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta2DeviceClassInformer) Lister() resourcev1beta2listers.DeviceClassLister {
+	return resourceV1beta2DeviceClassLister{DeviceClassLister: i.TypedDeviceClassInformer.Lister(), typed: newTypedLister[*resourcev1beta2.DeviceClass](i.Informer().GetIndexer(), resourcev1beta2.Resource("deviceclass"))}
+}
+
+type resourceV1beta2DeviceClassLister struct {
+	resourcev1beta2listers.DeviceClassLister
+	typed typedLister[*resourcev1beta2.DeviceClass]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta2DeviceClassLister) List(selector labels.Selector) ([]*resourcev1beta2.DeviceClass, error) {
+	return l.typed.List(selector)
+}
+
+// DeviceTaintRules returns the resource's informer, its lister ours.
+func (v resourceV1beta2) DeviceTaintRules() resourcev1beta2informers.TypedDeviceTaintRuleInformer {
+	return resourceV1beta2DeviceTaintRuleInformer{v.Interface.DeviceTaintRules()}
+}
+
+type resourceV1beta2DeviceTaintRuleInformer struct {
+	resourcev1beta2informers.TypedDeviceTaintRuleInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta2DeviceTaintRuleInformer) Lister() resourcev1beta2listers.DeviceTaintRuleLister {
+	return resourceV1beta2DeviceTaintRuleLister{DeviceTaintRuleLister: i.TypedDeviceTaintRuleInformer.Lister(), typed: newTypedLister[*resourcev1beta2.DeviceTaintRule](i.Informer().GetIndexer(), resourcev1beta2.Resource("devicetaintrule"))}
+}
+
+type resourceV1beta2DeviceTaintRuleLister struct {
+	resourcev1beta2listers.DeviceTaintRuleLister
+	typed typedLister[*resourcev1beta2.DeviceTaintRule]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta2DeviceTaintRuleLister) List(selector labels.Selector) ([]*resourcev1beta2.DeviceTaintRule, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaims returns the resource's informer, its lister ours.
+func (v resourceV1beta2) ResourceClaims() resourcev1beta2informers.TypedResourceClaimInformer {
+	return resourceV1beta2ResourceClaimInformer{v.Interface.ResourceClaims()}
+}
+
+type resourceV1beta2ResourceClaimInformer struct {
+	resourcev1beta2informers.TypedResourceClaimInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta2ResourceClaimInformer) Lister() resourcev1beta2listers.ResourceClaimLister {
+	return resourceV1beta2ResourceClaimLister{ResourceClaimLister: i.TypedResourceClaimInformer.Lister(), typed: newTypedLister[*resourcev1beta2.ResourceClaim](i.Informer().GetIndexer(), resourcev1beta2.Resource("resourceclaim"))}
+}
+
+type resourceV1beta2ResourceClaimLister struct {
+	resourcev1beta2listers.ResourceClaimLister
+	typed typedLister[*resourcev1beta2.ResourceClaim]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta2ResourceClaimLister) List(selector labels.Selector) ([]*resourcev1beta2.ResourceClaim, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaims lists and gets in namespace.
+func (l resourceV1beta2ResourceClaimLister) ResourceClaims(namespace string) resourcev1beta2listers.ResourceClaimNamespaceLister {
+	return resourceV1beta2ResourceClaimNamespaceLister{ResourceClaimNamespaceLister: l.ResourceClaimLister.ResourceClaims(namespace), typed: l.typed.in(namespace)}
+}
+
+type resourceV1beta2ResourceClaimNamespaceLister struct {
+	resourcev1beta2listers.ResourceClaimNamespaceLister
+	typed typedLister[*resourcev1beta2.ResourceClaim]
+}
+
+// List lists the namespace's objects selector matches.
+func (l resourceV1beta2ResourceClaimNamespaceLister) List(selector labels.Selector) ([]*resourcev1beta2.ResourceClaim, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaimTemplates returns the resource's informer, its lister ours.
+func (v resourceV1beta2) ResourceClaimTemplates() resourcev1beta2informers.TypedResourceClaimTemplateInformer {
+	return resourceV1beta2ResourceClaimTemplateInformer{v.Interface.ResourceClaimTemplates()}
+}
+
+type resourceV1beta2ResourceClaimTemplateInformer struct {
+	resourcev1beta2informers.TypedResourceClaimTemplateInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta2ResourceClaimTemplateInformer) Lister() resourcev1beta2listers.ResourceClaimTemplateLister {
+	return resourceV1beta2ResourceClaimTemplateLister{ResourceClaimTemplateLister: i.TypedResourceClaimTemplateInformer.Lister(), typed: newTypedLister[*resourcev1beta2.ResourceClaimTemplate](i.Informer().GetIndexer(), resourcev1beta2.Resource("resourceclaimtemplate"))}
+}
+
+type resourceV1beta2ResourceClaimTemplateLister struct {
+	resourcev1beta2listers.ResourceClaimTemplateLister
+	typed typedLister[*resourcev1beta2.ResourceClaimTemplate]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta2ResourceClaimTemplateLister) List(selector labels.Selector) ([]*resourcev1beta2.ResourceClaimTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceClaimTemplates lists and gets in namespace.
+func (l resourceV1beta2ResourceClaimTemplateLister) ResourceClaimTemplates(namespace string) resourcev1beta2listers.ResourceClaimTemplateNamespaceLister {
+	return resourceV1beta2ResourceClaimTemplateNamespaceLister{ResourceClaimTemplateNamespaceLister: l.ResourceClaimTemplateLister.ResourceClaimTemplates(namespace), typed: l.typed.in(namespace)}
+}
+
+type resourceV1beta2ResourceClaimTemplateNamespaceLister struct {
+	resourcev1beta2listers.ResourceClaimTemplateNamespaceLister
+	typed typedLister[*resourcev1beta2.ResourceClaimTemplate]
+}
+
+// List lists the namespace's objects selector matches.
+func (l resourceV1beta2ResourceClaimTemplateNamespaceLister) List(selector labels.Selector) ([]*resourcev1beta2.ResourceClaimTemplate, error) {
+	return l.typed.List(selector)
+}
+
+// ResourceSlices returns the resource's informer, its lister ours.
+func (v resourceV1beta2) ResourceSlices() resourcev1beta2informers.TypedResourceSliceInformer {
+	return resourceV1beta2ResourceSliceInformer{v.Interface.ResourceSlices()}
+}
+
+type resourceV1beta2ResourceSliceInformer struct {
+	resourcev1beta2informers.TypedResourceSliceInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i resourceV1beta2ResourceSliceInformer) Lister() resourcev1beta2listers.ResourceSliceLister {
+	return resourceV1beta2ResourceSliceLister{ResourceSliceLister: i.TypedResourceSliceInformer.Lister(), typed: newTypedLister[*resourcev1beta2.ResourceSlice](i.Informer().GetIndexer(), resourcev1beta2.Resource("resourceslice"))}
+}
+
+type resourceV1beta2ResourceSliceLister struct {
+	resourcev1beta2listers.ResourceSliceLister
+	typed typedLister[*resourcev1beta2.ResourceSlice]
+}
+
+// List lists the objects selector matches.
+func (l resourceV1beta2ResourceSliceLister) List(selector labels.Selector) ([]*resourcev1beta2.ResourceSlice, error) {
+	return l.typed.List(selector)
+}
+
+// schedulingGroup is client-go's scheduling group whose listers are ours.
+type schedulingGroup struct{ scheduling.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g schedulingGroup) V1() schedulingv1informers.Interface { return schedulingV1{g.Interface.V1()} }
+
+// schedulingV1 is client-go's scheduling/v1 informers whose listers are ours.
+type schedulingV1 struct {
+	schedulingv1informers.Interface
+}
+
+// PriorityClasses returns the resource's informer, its lister ours.
+func (v schedulingV1) PriorityClasses() schedulingv1informers.TypedPriorityClassInformer {
+	return schedulingV1PriorityClassInformer{v.Interface.PriorityClasses()}
+}
+
+type schedulingV1PriorityClassInformer struct {
+	schedulingv1informers.TypedPriorityClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i schedulingV1PriorityClassInformer) Lister() schedulingv1listers.PriorityClassLister {
+	return schedulingV1PriorityClassLister{PriorityClassLister: i.TypedPriorityClassInformer.Lister(), typed: newTypedLister[*schedulingv1.PriorityClass](i.Informer().GetIndexer(), schedulingv1.Resource("priorityclass"))}
+}
+
+type schedulingV1PriorityClassLister struct {
+	schedulingv1listers.PriorityClassLister
+	typed typedLister[*schedulingv1.PriorityClass]
+}
+
+// List lists the objects selector matches.
+func (l schedulingV1PriorityClassLister) List(selector labels.Selector) ([]*schedulingv1.PriorityClass, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha3 returns the version's informers, their listers ours.
+func (g schedulingGroup) V1alpha3() schedulingv1alpha3informers.Interface {
+	return schedulingV1alpha3{g.Interface.V1alpha3()}
+}
+
+// schedulingV1alpha3 is client-go's scheduling/v1alpha3 informers whose listers are ours.
+type schedulingV1alpha3 struct {
+	schedulingv1alpha3informers.Interface
+}
+
+// CompositePodGroups returns the resource's informer, its lister ours.
+func (v schedulingV1alpha3) CompositePodGroups() schedulingv1alpha3informers.TypedCompositePodGroupInformer {
+	return schedulingV1alpha3CompositePodGroupInformer{v.Interface.CompositePodGroups()}
+}
+
+type schedulingV1alpha3CompositePodGroupInformer struct {
+	schedulingv1alpha3informers.TypedCompositePodGroupInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i schedulingV1alpha3CompositePodGroupInformer) Lister() schedulingv1alpha3listers.CompositePodGroupLister {
+	return schedulingV1alpha3CompositePodGroupLister{CompositePodGroupLister: i.TypedCompositePodGroupInformer.Lister(), typed: newTypedLister[*schedulingv1alpha3.CompositePodGroup](i.Informer().GetIndexer(), schedulingv1alpha3.Resource("compositepodgroup"))}
+}
+
+type schedulingV1alpha3CompositePodGroupLister struct {
+	schedulingv1alpha3listers.CompositePodGroupLister
+	typed typedLister[*schedulingv1alpha3.CompositePodGroup]
+}
+
+// List lists the objects selector matches.
+func (l schedulingV1alpha3CompositePodGroupLister) List(selector labels.Selector) ([]*schedulingv1alpha3.CompositePodGroup, error) {
+	return l.typed.List(selector)
+}
+
+// CompositePodGroups lists and gets in namespace.
+func (l schedulingV1alpha3CompositePodGroupLister) CompositePodGroups(namespace string) schedulingv1alpha3listers.CompositePodGroupNamespaceLister {
+	return schedulingV1alpha3CompositePodGroupNamespaceLister{CompositePodGroupNamespaceLister: l.CompositePodGroupLister.CompositePodGroups(namespace), typed: l.typed.in(namespace)}
+}
+
+type schedulingV1alpha3CompositePodGroupNamespaceLister struct {
+	schedulingv1alpha3listers.CompositePodGroupNamespaceLister
+	typed typedLister[*schedulingv1alpha3.CompositePodGroup]
+}
+
+// List lists the namespace's objects selector matches.
+func (l schedulingV1alpha3CompositePodGroupNamespaceLister) List(selector labels.Selector) ([]*schedulingv1alpha3.CompositePodGroup, error) {
+	return l.typed.List(selector)
+}
+
+// PodGroups returns the resource's informer, its lister ours.
+func (v schedulingV1alpha3) PodGroups() schedulingv1alpha3informers.TypedPodGroupInformer {
+	return schedulingV1alpha3PodGroupInformer{v.Interface.PodGroups()}
+}
+
+type schedulingV1alpha3PodGroupInformer struct {
+	schedulingv1alpha3informers.TypedPodGroupInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i schedulingV1alpha3PodGroupInformer) Lister() schedulingv1alpha3listers.PodGroupLister {
+	return schedulingV1alpha3PodGroupLister{PodGroupLister: i.TypedPodGroupInformer.Lister(), typed: newTypedLister[*schedulingv1alpha3.PodGroup](i.Informer().GetIndexer(), schedulingv1alpha3.Resource("podgroup"))}
+}
+
+type schedulingV1alpha3PodGroupLister struct {
+	schedulingv1alpha3listers.PodGroupLister
+	typed typedLister[*schedulingv1alpha3.PodGroup]
+}
+
+// List lists the objects selector matches.
+func (l schedulingV1alpha3PodGroupLister) List(selector labels.Selector) ([]*schedulingv1alpha3.PodGroup, error) {
+	return l.typed.List(selector)
+}
+
+// PodGroups lists and gets in namespace.
+func (l schedulingV1alpha3PodGroupLister) PodGroups(namespace string) schedulingv1alpha3listers.PodGroupNamespaceLister {
+	return schedulingV1alpha3PodGroupNamespaceLister{PodGroupNamespaceLister: l.PodGroupLister.PodGroups(namespace), typed: l.typed.in(namespace)}
+}
+
+type schedulingV1alpha3PodGroupNamespaceLister struct {
+	schedulingv1alpha3listers.PodGroupNamespaceLister
+	typed typedLister[*schedulingv1alpha3.PodGroup]
+}
+
+// List lists the namespace's objects selector matches.
+func (l schedulingV1alpha3PodGroupNamespaceLister) List(selector labels.Selector) ([]*schedulingv1alpha3.PodGroup, error) {
+	return l.typed.List(selector)
+}
+
+// Workloads returns the resource's informer, its lister ours.
+func (v schedulingV1alpha3) Workloads() schedulingv1alpha3informers.TypedWorkloadInformer {
+	return schedulingV1alpha3WorkloadInformer{v.Interface.Workloads()}
+}
+
+type schedulingV1alpha3WorkloadInformer struct {
+	schedulingv1alpha3informers.TypedWorkloadInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i schedulingV1alpha3WorkloadInformer) Lister() schedulingv1alpha3listers.WorkloadLister {
+	return schedulingV1alpha3WorkloadLister{WorkloadLister: i.TypedWorkloadInformer.Lister(), typed: newTypedLister[*schedulingv1alpha3.Workload](i.Informer().GetIndexer(), schedulingv1alpha3.Resource("workload"))}
+}
+
+type schedulingV1alpha3WorkloadLister struct {
+	schedulingv1alpha3listers.WorkloadLister
+	typed typedLister[*schedulingv1alpha3.Workload]
+}
+
+// List lists the objects selector matches.
+func (l schedulingV1alpha3WorkloadLister) List(selector labels.Selector) ([]*schedulingv1alpha3.Workload, error) {
+	return l.typed.List(selector)
+}
+
+// Workloads lists and gets in namespace.
+func (l schedulingV1alpha3WorkloadLister) Workloads(namespace string) schedulingv1alpha3listers.WorkloadNamespaceLister {
+	return schedulingV1alpha3WorkloadNamespaceLister{WorkloadNamespaceLister: l.WorkloadLister.Workloads(namespace), typed: l.typed.in(namespace)}
+}
+
+type schedulingV1alpha3WorkloadNamespaceLister struct {
+	schedulingv1alpha3listers.WorkloadNamespaceLister
+	typed typedLister[*schedulingv1alpha3.Workload]
+}
+
+// List lists the namespace's objects selector matches.
+func (l schedulingV1alpha3WorkloadNamespaceLister) List(selector labels.Selector) ([]*schedulingv1alpha3.Workload, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g schedulingGroup) V1beta1() schedulingv1beta1informers.Interface {
+	return schedulingV1beta1{g.Interface.V1beta1()}
+}
+
+// schedulingV1beta1 is client-go's scheduling/v1beta1 informers whose listers are ours.
+type schedulingV1beta1 struct {
+	schedulingv1beta1informers.Interface
+}
+
+// PodGroups returns the resource's informer, its lister ours.
+func (v schedulingV1beta1) PodGroups() schedulingv1beta1informers.TypedPodGroupInformer {
+	return schedulingV1beta1PodGroupInformer{v.Interface.PodGroups()}
+}
+
+type schedulingV1beta1PodGroupInformer struct {
+	schedulingv1beta1informers.TypedPodGroupInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i schedulingV1beta1PodGroupInformer) Lister() schedulingv1beta1listers.PodGroupLister {
+	return schedulingV1beta1PodGroupLister{PodGroupLister: i.TypedPodGroupInformer.Lister(), typed: newTypedLister[*schedulingv1beta1.PodGroup](i.Informer().GetIndexer(), schedulingv1beta1.Resource("podgroup"))}
+}
+
+type schedulingV1beta1PodGroupLister struct {
+	schedulingv1beta1listers.PodGroupLister
+	typed typedLister[*schedulingv1beta1.PodGroup]
+}
+
+// List lists the objects selector matches.
+func (l schedulingV1beta1PodGroupLister) List(selector labels.Selector) ([]*schedulingv1beta1.PodGroup, error) {
+	return l.typed.List(selector)
+}
+
+// PodGroups lists and gets in namespace.
+func (l schedulingV1beta1PodGroupLister) PodGroups(namespace string) schedulingv1beta1listers.PodGroupNamespaceLister {
+	return schedulingV1beta1PodGroupNamespaceLister{PodGroupNamespaceLister: l.PodGroupLister.PodGroups(namespace), typed: l.typed.in(namespace)}
+}
+
+type schedulingV1beta1PodGroupNamespaceLister struct {
+	schedulingv1beta1listers.PodGroupNamespaceLister
+	typed typedLister[*schedulingv1beta1.PodGroup]
+}
+
+// List lists the namespace's objects selector matches.
+func (l schedulingV1beta1PodGroupNamespaceLister) List(selector labels.Selector) ([]*schedulingv1beta1.PodGroup, error) {
+	return l.typed.List(selector)
+}
+
+// PriorityClasses returns the resource's informer, its lister ours.
+func (v schedulingV1beta1) PriorityClasses() schedulingv1beta1informers.TypedPriorityClassInformer {
+	return schedulingV1beta1PriorityClassInformer{v.Interface.PriorityClasses()}
+}
+
+type schedulingV1beta1PriorityClassInformer struct {
+	schedulingv1beta1informers.TypedPriorityClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i schedulingV1beta1PriorityClassInformer) Lister() schedulingv1beta1listers.PriorityClassLister {
+	return schedulingV1beta1PriorityClassLister{PriorityClassLister: i.TypedPriorityClassInformer.Lister(), typed: newTypedLister[*schedulingv1beta1.PriorityClass](i.Informer().GetIndexer(), schedulingv1beta1.Resource("priorityclass"))}
+}
+
+type schedulingV1beta1PriorityClassLister struct {
+	schedulingv1beta1listers.PriorityClassLister
+	typed typedLister[*schedulingv1beta1.PriorityClass]
+}
+
+// List lists the objects selector matches.
+func (l schedulingV1beta1PriorityClassLister) List(selector labels.Selector) ([]*schedulingv1beta1.PriorityClass, error) {
+	return l.typed.List(selector)
+}
+
+// Workloads returns the resource's informer, its lister ours.
+func (v schedulingV1beta1) Workloads() schedulingv1beta1informers.TypedWorkloadInformer {
+	return schedulingV1beta1WorkloadInformer{v.Interface.Workloads()}
+}
+
+type schedulingV1beta1WorkloadInformer struct {
+	schedulingv1beta1informers.TypedWorkloadInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i schedulingV1beta1WorkloadInformer) Lister() schedulingv1beta1listers.WorkloadLister {
+	return schedulingV1beta1WorkloadLister{WorkloadLister: i.TypedWorkloadInformer.Lister(), typed: newTypedLister[*schedulingv1beta1.Workload](i.Informer().GetIndexer(), schedulingv1beta1.Resource("workload"))}
+}
+
+type schedulingV1beta1WorkloadLister struct {
+	schedulingv1beta1listers.WorkloadLister
+	typed typedLister[*schedulingv1beta1.Workload]
+}
+
+// List lists the objects selector matches.
+func (l schedulingV1beta1WorkloadLister) List(selector labels.Selector) ([]*schedulingv1beta1.Workload, error) {
+	return l.typed.List(selector)
+}
+
+// Workloads lists and gets in namespace.
+func (l schedulingV1beta1WorkloadLister) Workloads(namespace string) schedulingv1beta1listers.WorkloadNamespaceLister {
+	return schedulingV1beta1WorkloadNamespaceLister{WorkloadNamespaceLister: l.WorkloadLister.Workloads(namespace), typed: l.typed.in(namespace)}
+}
+
+type schedulingV1beta1WorkloadNamespaceLister struct {
+	schedulingv1beta1listers.WorkloadNamespaceLister
+	typed typedLister[*schedulingv1beta1.Workload]
+}
+
+// List lists the namespace's objects selector matches.
+func (l schedulingV1beta1WorkloadNamespaceLister) List(selector labels.Selector) ([]*schedulingv1beta1.Workload, error) {
+	return l.typed.List(selector)
+}
+
+// storageGroup is client-go's storage group whose listers are ours.
+type storageGroup struct{ storage.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g storageGroup) V1() storagev1informers.Interface { return storageV1{g.Interface.V1()} }
+
+// storageV1 is client-go's storage/v1 informers whose listers are ours.
+type storageV1 struct{ storagev1informers.Interface }
+
+// CSIDrivers returns the resource's informer, its lister ours.
+func (v storageV1) CSIDrivers() storagev1informers.TypedCSIDriverInformer {
+	return storageV1CSIDriverInformer{v.Interface.CSIDrivers()}
+}
+
+type storageV1CSIDriverInformer struct {
+	storagev1informers.TypedCSIDriverInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1CSIDriverInformer) Lister() storagev1listers.CSIDriverLister {
+	return storageV1CSIDriverLister{CSIDriverLister: i.TypedCSIDriverInformer.Lister(), typed: newTypedLister[*storagev1.CSIDriver](i.Informer().GetIndexer(), storagev1.Resource("csidriver"))}
+}
+
+type storageV1CSIDriverLister struct {
+	storagev1listers.CSIDriverLister
+	typed typedLister[*storagev1.CSIDriver]
+}
+
+// List lists the objects selector matches.
+func (l storageV1CSIDriverLister) List(selector labels.Selector) ([]*storagev1.CSIDriver, error) {
+	return l.typed.List(selector)
+}
+
+// CSINodes returns the resource's informer, its lister ours.
+func (v storageV1) CSINodes() storagev1informers.TypedCSINodeInformer {
+	return storageV1CSINodeInformer{v.Interface.CSINodes()}
+}
+
+type storageV1CSINodeInformer struct {
+	storagev1informers.TypedCSINodeInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1CSINodeInformer) Lister() storagev1listers.CSINodeLister {
+	return storageV1CSINodeLister{CSINodeLister: i.TypedCSINodeInformer.Lister(), typed: newTypedLister[*storagev1.CSINode](i.Informer().GetIndexer(), storagev1.Resource("csinode"))}
+}
+
+type storageV1CSINodeLister struct {
+	storagev1listers.CSINodeLister
+	typed typedLister[*storagev1.CSINode]
+}
+
+// List lists the objects selector matches.
+func (l storageV1CSINodeLister) List(selector labels.Selector) ([]*storagev1.CSINode, error) {
+	return l.typed.List(selector)
+}
+
+// CSIStorageCapacities returns the resource's informer, its lister ours.
+func (v storageV1) CSIStorageCapacities() storagev1informers.TypedCSIStorageCapacityInformer {
+	return storageV1CSIStorageCapacityInformer{v.Interface.CSIStorageCapacities()}
+}
+
+type storageV1CSIStorageCapacityInformer struct {
+	storagev1informers.TypedCSIStorageCapacityInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1CSIStorageCapacityInformer) Lister() storagev1listers.CSIStorageCapacityLister {
+	return storageV1CSIStorageCapacityLister{CSIStorageCapacityLister: i.TypedCSIStorageCapacityInformer.Lister(), typed: newTypedLister[*storagev1.CSIStorageCapacity](i.Informer().GetIndexer(), storagev1.Resource("csistoragecapacity"))}
+}
+
+type storageV1CSIStorageCapacityLister struct {
+	storagev1listers.CSIStorageCapacityLister
+	typed typedLister[*storagev1.CSIStorageCapacity]
+}
+
+// List lists the objects selector matches.
+func (l storageV1CSIStorageCapacityLister) List(selector labels.Selector) ([]*storagev1.CSIStorageCapacity, error) {
+	return l.typed.List(selector)
+}
+
+// CSIStorageCapacities lists and gets in namespace.
+func (l storageV1CSIStorageCapacityLister) CSIStorageCapacities(namespace string) storagev1listers.CSIStorageCapacityNamespaceLister {
+	return storageV1CSIStorageCapacityNamespaceLister{CSIStorageCapacityNamespaceLister: l.CSIStorageCapacityLister.CSIStorageCapacities(namespace), typed: l.typed.in(namespace)}
+}
+
+type storageV1CSIStorageCapacityNamespaceLister struct {
+	storagev1listers.CSIStorageCapacityNamespaceLister
+	typed typedLister[*storagev1.CSIStorageCapacity]
+}
+
+// List lists the namespace's objects selector matches.
+func (l storageV1CSIStorageCapacityNamespaceLister) List(selector labels.Selector) ([]*storagev1.CSIStorageCapacity, error) {
+	return l.typed.List(selector)
+}
+
+// StorageClasses returns the resource's informer, its lister ours.
+func (v storageV1) StorageClasses() storagev1informers.TypedStorageClassInformer {
+	return storageV1StorageClassInformer{v.Interface.StorageClasses()}
+}
+
+type storageV1StorageClassInformer struct {
+	storagev1informers.TypedStorageClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1StorageClassInformer) Lister() storagev1listers.StorageClassLister {
+	return storageV1StorageClassLister{StorageClassLister: i.TypedStorageClassInformer.Lister(), typed: newTypedLister[*storagev1.StorageClass](i.Informer().GetIndexer(), storagev1.Resource("storageclass"))}
+}
+
+type storageV1StorageClassLister struct {
+	storagev1listers.StorageClassLister
+	typed typedLister[*storagev1.StorageClass]
+}
+
+// List lists the objects selector matches.
+func (l storageV1StorageClassLister) List(selector labels.Selector) ([]*storagev1.StorageClass, error) {
+	return l.typed.List(selector)
+}
+
+// VolumeAttachments returns the resource's informer, its lister ours.
+func (v storageV1) VolumeAttachments() storagev1informers.TypedVolumeAttachmentInformer {
+	return storageV1VolumeAttachmentInformer{v.Interface.VolumeAttachments()}
+}
+
+type storageV1VolumeAttachmentInformer struct {
+	storagev1informers.TypedVolumeAttachmentInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1VolumeAttachmentInformer) Lister() storagev1listers.VolumeAttachmentLister {
+	return storageV1VolumeAttachmentLister{VolumeAttachmentLister: i.TypedVolumeAttachmentInformer.Lister(), typed: newTypedLister[*storagev1.VolumeAttachment](i.Informer().GetIndexer(), storagev1.Resource("volumeattachment"))}
+}
+
+type storageV1VolumeAttachmentLister struct {
+	storagev1listers.VolumeAttachmentLister
+	typed typedLister[*storagev1.VolumeAttachment]
+}
+
+// List lists the objects selector matches.
+func (l storageV1VolumeAttachmentLister) List(selector labels.Selector) ([]*storagev1.VolumeAttachment, error) {
+	return l.typed.List(selector)
+}
+
+// VolumeAttributesClasses returns the resource's informer, its lister ours.
+func (v storageV1) VolumeAttributesClasses() storagev1informers.TypedVolumeAttributesClassInformer {
+	return storageV1VolumeAttributesClassInformer{v.Interface.VolumeAttributesClasses()}
+}
+
+type storageV1VolumeAttributesClassInformer struct {
+	storagev1informers.TypedVolumeAttributesClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1VolumeAttributesClassInformer) Lister() storagev1listers.VolumeAttributesClassLister {
+	return storageV1VolumeAttributesClassLister{VolumeAttributesClassLister: i.TypedVolumeAttributesClassInformer.Lister(), typed: newTypedLister[*storagev1.VolumeAttributesClass](i.Informer().GetIndexer(), storagev1.Resource("volumeattributesclass"))}
+}
+
+type storageV1VolumeAttributesClassLister struct {
+	storagev1listers.VolumeAttributesClassLister
+	typed typedLister[*storagev1.VolumeAttributesClass]
+}
+
+// List lists the objects selector matches.
+func (l storageV1VolumeAttributesClassLister) List(selector labels.Selector) ([]*storagev1.VolumeAttributesClass, error) {
+	return l.typed.List(selector)
+}
+
+// V1alpha1 returns the version's informers, their listers ours.
+func (g storageGroup) V1alpha1() storagev1alpha1informers.Interface {
+	return storageV1alpha1{g.Interface.V1alpha1()}
+}
+
+// storageV1alpha1 is client-go's storage/v1alpha1 informers whose listers are ours.
+type storageV1alpha1 struct {
+	storagev1alpha1informers.Interface
+}
+
+// CSIStorageCapacities returns the resource's informer, its lister ours.
+func (v storageV1alpha1) CSIStorageCapacities() storagev1alpha1informers.TypedCSIStorageCapacityInformer {
+	return storageV1alpha1CSIStorageCapacityInformer{v.Interface.CSIStorageCapacities()}
+}
+
+type storageV1alpha1CSIStorageCapacityInformer struct {
+	storagev1alpha1informers.TypedCSIStorageCapacityInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1alpha1CSIStorageCapacityInformer) Lister() storagev1alpha1listers.CSIStorageCapacityLister {
+	return storageV1alpha1CSIStorageCapacityLister{CSIStorageCapacityLister: i.TypedCSIStorageCapacityInformer.Lister(), typed: newTypedLister[*storagev1alpha1.CSIStorageCapacity](i.Informer().GetIndexer(), storagev1alpha1.Resource("csistoragecapacity"))}
+}
+
+type storageV1alpha1CSIStorageCapacityLister struct {
+	storagev1alpha1listers.CSIStorageCapacityLister
+	typed typedLister[*storagev1alpha1.CSIStorageCapacity]
+}
+
+// List lists the objects selector matches.
+func (l storageV1alpha1CSIStorageCapacityLister) List(selector labels.Selector) ([]*storagev1alpha1.CSIStorageCapacity, error) {
+	return l.typed.List(selector)
+}
+
+// CSIStorageCapacities lists and gets in namespace.
+func (l storageV1alpha1CSIStorageCapacityLister) CSIStorageCapacities(namespace string) storagev1alpha1listers.CSIStorageCapacityNamespaceLister {
+	return storageV1alpha1CSIStorageCapacityNamespaceLister{CSIStorageCapacityNamespaceLister: l.CSIStorageCapacityLister.CSIStorageCapacities(namespace), typed: l.typed.in(namespace)}
+}
+
+type storageV1alpha1CSIStorageCapacityNamespaceLister struct {
+	storagev1alpha1listers.CSIStorageCapacityNamespaceLister
+	typed typedLister[*storagev1alpha1.CSIStorageCapacity]
+}
+
+// List lists the namespace's objects selector matches.
+func (l storageV1alpha1CSIStorageCapacityNamespaceLister) List(selector labels.Selector) ([]*storagev1alpha1.CSIStorageCapacity, error) {
+	return l.typed.List(selector)
+}
+
+// VolumeAttachments returns the resource's informer, its lister ours.
+func (v storageV1alpha1) VolumeAttachments() storagev1alpha1informers.TypedVolumeAttachmentInformer {
+	return storageV1alpha1VolumeAttachmentInformer{v.Interface.VolumeAttachments()}
+}
+
+type storageV1alpha1VolumeAttachmentInformer struct {
+	storagev1alpha1informers.TypedVolumeAttachmentInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1alpha1VolumeAttachmentInformer) Lister() storagev1alpha1listers.VolumeAttachmentLister {
+	return storageV1alpha1VolumeAttachmentLister{VolumeAttachmentLister: i.TypedVolumeAttachmentInformer.Lister(), typed: newTypedLister[*storagev1alpha1.VolumeAttachment](i.Informer().GetIndexer(), storagev1alpha1.Resource("volumeattachment"))}
+}
+
+type storageV1alpha1VolumeAttachmentLister struct {
+	storagev1alpha1listers.VolumeAttachmentLister
+	typed typedLister[*storagev1alpha1.VolumeAttachment]
+}
+
+// List lists the objects selector matches.
+func (l storageV1alpha1VolumeAttachmentLister) List(selector labels.Selector) ([]*storagev1alpha1.VolumeAttachment, error) {
+	return l.typed.List(selector)
+}
+
+// VolumeAttributesClasses returns the resource's informer, its lister ours.
+func (v storageV1alpha1) VolumeAttributesClasses() storagev1alpha1informers.TypedVolumeAttributesClassInformer {
+	return storageV1alpha1VolumeAttributesClassInformer{v.Interface.VolumeAttributesClasses()}
+}
+
+type storageV1alpha1VolumeAttributesClassInformer struct {
+	storagev1alpha1informers.TypedVolumeAttributesClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1alpha1VolumeAttributesClassInformer) Lister() storagev1alpha1listers.VolumeAttributesClassLister {
+	return storageV1alpha1VolumeAttributesClassLister{VolumeAttributesClassLister: i.TypedVolumeAttributesClassInformer.Lister(), typed: newTypedLister[*storagev1alpha1.VolumeAttributesClass](i.Informer().GetIndexer(), storagev1alpha1.Resource("volumeattributesclass"))}
+}
+
+type storageV1alpha1VolumeAttributesClassLister struct {
+	storagev1alpha1listers.VolumeAttributesClassLister
+	typed typedLister[*storagev1alpha1.VolumeAttributesClass]
+}
+
+// List lists the objects selector matches.
+func (l storageV1alpha1VolumeAttributesClassLister) List(selector labels.Selector) ([]*storagev1alpha1.VolumeAttributesClass, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g storageGroup) V1beta1() storagev1beta1informers.Interface {
+	return storageV1beta1{g.Interface.V1beta1()}
+}
+
+// storageV1beta1 is client-go's storage/v1beta1 informers whose listers are ours.
+type storageV1beta1 struct {
+	storagev1beta1informers.Interface
+}
+
+// CSIDrivers returns the resource's informer, its lister ours.
+func (v storageV1beta1) CSIDrivers() storagev1beta1informers.TypedCSIDriverInformer {
+	return storageV1beta1CSIDriverInformer{v.Interface.CSIDrivers()}
+}
+
+type storageV1beta1CSIDriverInformer struct {
+	storagev1beta1informers.TypedCSIDriverInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1beta1CSIDriverInformer) Lister() storagev1beta1listers.CSIDriverLister {
+	return storageV1beta1CSIDriverLister{CSIDriverLister: i.TypedCSIDriverInformer.Lister(), typed: newTypedLister[*storagev1beta1.CSIDriver](i.Informer().GetIndexer(), storagev1beta1.Resource("csidriver"))}
+}
+
+type storageV1beta1CSIDriverLister struct {
+	storagev1beta1listers.CSIDriverLister
+	typed typedLister[*storagev1beta1.CSIDriver]
+}
+
+// List lists the objects selector matches.
+func (l storageV1beta1CSIDriverLister) List(selector labels.Selector) ([]*storagev1beta1.CSIDriver, error) {
+	return l.typed.List(selector)
+}
+
+// CSINodes returns the resource's informer, its lister ours.
+func (v storageV1beta1) CSINodes() storagev1beta1informers.TypedCSINodeInformer {
+	return storageV1beta1CSINodeInformer{v.Interface.CSINodes()}
+}
+
+type storageV1beta1CSINodeInformer struct {
+	storagev1beta1informers.TypedCSINodeInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1beta1CSINodeInformer) Lister() storagev1beta1listers.CSINodeLister {
+	return storageV1beta1CSINodeLister{CSINodeLister: i.TypedCSINodeInformer.Lister(), typed: newTypedLister[*storagev1beta1.CSINode](i.Informer().GetIndexer(), storagev1beta1.Resource("csinode"))}
+}
+
+type storageV1beta1CSINodeLister struct {
+	storagev1beta1listers.CSINodeLister
+	typed typedLister[*storagev1beta1.CSINode]
+}
+
+// List lists the objects selector matches.
+func (l storageV1beta1CSINodeLister) List(selector labels.Selector) ([]*storagev1beta1.CSINode, error) {
+	return l.typed.List(selector)
+}
+
+// CSIStorageCapacities returns the resource's informer, its lister ours.
+func (v storageV1beta1) CSIStorageCapacities() storagev1beta1informers.TypedCSIStorageCapacityInformer {
+	return storageV1beta1CSIStorageCapacityInformer{v.Interface.CSIStorageCapacities()}
+}
+
+type storageV1beta1CSIStorageCapacityInformer struct {
+	storagev1beta1informers.TypedCSIStorageCapacityInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1beta1CSIStorageCapacityInformer) Lister() storagev1beta1listers.CSIStorageCapacityLister {
+	return storageV1beta1CSIStorageCapacityLister{CSIStorageCapacityLister: i.TypedCSIStorageCapacityInformer.Lister(), typed: newTypedLister[*storagev1beta1.CSIStorageCapacity](i.Informer().GetIndexer(), storagev1beta1.Resource("csistoragecapacity"))}
+}
+
+type storageV1beta1CSIStorageCapacityLister struct {
+	storagev1beta1listers.CSIStorageCapacityLister
+	typed typedLister[*storagev1beta1.CSIStorageCapacity]
+}
+
+// List lists the objects selector matches.
+func (l storageV1beta1CSIStorageCapacityLister) List(selector labels.Selector) ([]*storagev1beta1.CSIStorageCapacity, error) {
+	return l.typed.List(selector)
+}
+
+// CSIStorageCapacities lists and gets in namespace.
+func (l storageV1beta1CSIStorageCapacityLister) CSIStorageCapacities(namespace string) storagev1beta1listers.CSIStorageCapacityNamespaceLister {
+	return storageV1beta1CSIStorageCapacityNamespaceLister{CSIStorageCapacityNamespaceLister: l.CSIStorageCapacityLister.CSIStorageCapacities(namespace), typed: l.typed.in(namespace)}
+}
+
+type storageV1beta1CSIStorageCapacityNamespaceLister struct {
+	storagev1beta1listers.CSIStorageCapacityNamespaceLister
+	typed typedLister[*storagev1beta1.CSIStorageCapacity]
+}
+
+// List lists the namespace's objects selector matches.
+func (l storageV1beta1CSIStorageCapacityNamespaceLister) List(selector labels.Selector) ([]*storagev1beta1.CSIStorageCapacity, error) {
+	return l.typed.List(selector)
+}
+
+// StorageClasses returns the resource's informer, its lister ours.
+func (v storageV1beta1) StorageClasses() storagev1beta1informers.TypedStorageClassInformer {
+	return storageV1beta1StorageClassInformer{v.Interface.StorageClasses()}
+}
+
+type storageV1beta1StorageClassInformer struct {
+	storagev1beta1informers.TypedStorageClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1beta1StorageClassInformer) Lister() storagev1beta1listers.StorageClassLister {
+	return storageV1beta1StorageClassLister{StorageClassLister: i.TypedStorageClassInformer.Lister(), typed: newTypedLister[*storagev1beta1.StorageClass](i.Informer().GetIndexer(), storagev1beta1.Resource("storageclass"))}
+}
+
+type storageV1beta1StorageClassLister struct {
+	storagev1beta1listers.StorageClassLister
+	typed typedLister[*storagev1beta1.StorageClass]
+}
+
+// List lists the objects selector matches.
+func (l storageV1beta1StorageClassLister) List(selector labels.Selector) ([]*storagev1beta1.StorageClass, error) {
+	return l.typed.List(selector)
+}
+
+// VolumeAttachments returns the resource's informer, its lister ours.
+func (v storageV1beta1) VolumeAttachments() storagev1beta1informers.TypedVolumeAttachmentInformer {
+	return storageV1beta1VolumeAttachmentInformer{v.Interface.VolumeAttachments()}
+}
+
+type storageV1beta1VolumeAttachmentInformer struct {
+	storagev1beta1informers.TypedVolumeAttachmentInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1beta1VolumeAttachmentInformer) Lister() storagev1beta1listers.VolumeAttachmentLister {
+	return storageV1beta1VolumeAttachmentLister{VolumeAttachmentLister: i.TypedVolumeAttachmentInformer.Lister(), typed: newTypedLister[*storagev1beta1.VolumeAttachment](i.Informer().GetIndexer(), storagev1beta1.Resource("volumeattachment"))}
+}
+
+type storageV1beta1VolumeAttachmentLister struct {
+	storagev1beta1listers.VolumeAttachmentLister
+	typed typedLister[*storagev1beta1.VolumeAttachment]
+}
+
+// List lists the objects selector matches.
+func (l storageV1beta1VolumeAttachmentLister) List(selector labels.Selector) ([]*storagev1beta1.VolumeAttachment, error) {
+	return l.typed.List(selector)
+}
+
+// VolumeAttributesClasses returns the resource's informer, its lister ours.
+func (v storageV1beta1) VolumeAttributesClasses() storagev1beta1informers.TypedVolumeAttributesClassInformer {
+	return storageV1beta1VolumeAttributesClassInformer{v.Interface.VolumeAttributesClasses()}
+}
+
+type storageV1beta1VolumeAttributesClassInformer struct {
+	storagev1beta1informers.TypedVolumeAttributesClassInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storageV1beta1VolumeAttributesClassInformer) Lister() storagev1beta1listers.VolumeAttributesClassLister {
+	return storageV1beta1VolumeAttributesClassLister{VolumeAttributesClassLister: i.TypedVolumeAttributesClassInformer.Lister(), typed: newTypedLister[*storagev1beta1.VolumeAttributesClass](i.Informer().GetIndexer(), storagev1beta1.Resource("volumeattributesclass"))}
+}
+
+type storageV1beta1VolumeAttributesClassLister struct {
+	storagev1beta1listers.VolumeAttributesClassLister
+	typed typedLister[*storagev1beta1.VolumeAttributesClass]
+}
+
+// List lists the objects selector matches.
+func (l storageV1beta1VolumeAttributesClassLister) List(selector labels.Selector) ([]*storagev1beta1.VolumeAttributesClass, error) {
+	return l.typed.List(selector)
+}
+
+// storagemigrationGroup is client-go's storagemigration group whose listers are ours.
+type storagemigrationGroup struct{ storagemigration.Interface }
+
+// V1 returns the version's informers, their listers ours.
+func (g storagemigrationGroup) V1() storagemigrationv1informers.Interface {
+	return storagemigrationV1{g.Interface.V1()}
+}
+
+// storagemigrationV1 is client-go's storagemigration/v1 informers whose listers are ours.
+type storagemigrationV1 struct {
+	storagemigrationv1informers.Interface
+}
+
+// StorageVersionMigrations returns the resource's informer, its lister ours.
+func (v storagemigrationV1) StorageVersionMigrations() storagemigrationv1informers.TypedStorageVersionMigrationInformer {
+	return storagemigrationV1StorageVersionMigrationInformer{v.Interface.StorageVersionMigrations()}
+}
+
+type storagemigrationV1StorageVersionMigrationInformer struct {
+	storagemigrationv1informers.TypedStorageVersionMigrationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storagemigrationV1StorageVersionMigrationInformer) Lister() storagemigrationv1listers.StorageVersionMigrationLister {
+	return storagemigrationV1StorageVersionMigrationLister{StorageVersionMigrationLister: i.TypedStorageVersionMigrationInformer.Lister(), typed: newTypedLister[*storagemigrationv1.StorageVersionMigration](i.Informer().GetIndexer(), storagemigrationv1.Resource("storageversionmigration"))}
+}
+
+type storagemigrationV1StorageVersionMigrationLister struct {
+	storagemigrationv1listers.StorageVersionMigrationLister
+	typed typedLister[*storagemigrationv1.StorageVersionMigration]
+}
+
+// List lists the objects selector matches.
+func (l storagemigrationV1StorageVersionMigrationLister) List(selector labels.Selector) ([]*storagemigrationv1.StorageVersionMigration, error) {
+	return l.typed.List(selector)
+}
+
+// V1beta1 returns the version's informers, their listers ours.
+func (g storagemigrationGroup) V1beta1() storagemigrationv1beta1informers.Interface {
+	return storagemigrationV1beta1{g.Interface.V1beta1()}
+}
+
+// storagemigrationV1beta1 is client-go's storagemigration/v1beta1 informers whose listers are ours.
+type storagemigrationV1beta1 struct {
+	storagemigrationv1beta1informers.Interface
+}
+
+// StorageVersionMigrations returns the resource's informer, its lister ours.
+func (v storagemigrationV1beta1) StorageVersionMigrations() storagemigrationv1beta1informers.TypedStorageVersionMigrationInformer {
+	return storagemigrationV1beta1StorageVersionMigrationInformer{v.Interface.StorageVersionMigrations()}
+}
+
+type storagemigrationV1beta1StorageVersionMigrationInformer struct {
+	storagemigrationv1beta1informers.TypedStorageVersionMigrationInformer
+}
+
+// Lister lists through this module's ListAll and ListAllByNamespace.
+func (i storagemigrationV1beta1StorageVersionMigrationInformer) Lister() storagemigrationv1beta1listers.StorageVersionMigrationLister {
+	return storagemigrationV1beta1StorageVersionMigrationLister{StorageVersionMigrationLister: i.TypedStorageVersionMigrationInformer.Lister(), typed: newTypedLister[*storagemigrationv1beta1.StorageVersionMigration](i.Informer().GetIndexer(), storagemigrationv1beta1.Resource("storageversionmigration"))}
+}
+
+type storagemigrationV1beta1StorageVersionMigrationLister struct {
+	storagemigrationv1beta1listers.StorageVersionMigrationLister
+	typed typedLister[*storagemigrationv1beta1.StorageVersionMigration]
+}
+
+// List lists the objects selector matches.
+func (l storagemigrationV1beta1StorageVersionMigrationLister) List(selector labels.Selector) ([]*storagemigrationv1beta1.StorageVersionMigration, error) {
+	return l.typed.List(selector)
 }

@@ -121,6 +121,19 @@ func generate(informersDir, version, tags string) ([]byte, error) {
 			imports = append(imports, line)
 		}
 	}
+	factoryImports := importsByName(factory)
+	groupPkgs := map[string]string{}
+	var groupDirs []string
+	for _, g := range groups {
+		dir := filepath.Base(factoryImports[g.pkgName])
+		groupPkgs[dir] = g.pkgName
+		groupDirs = append(groupDirs, dir)
+	}
+	wraps, err := wrappedResources(fset, filepath.Dir(informersDir), groupDirs, types)
+	if err != nil {
+		return nil, err
+	}
+	imports = append(imports, wrapperImports(wraps)...)
 	imports = append(imports, "\t\"context\"", "\t\"reflect\"", "\t\"k8s.io/client-go/kubernetes\"",
 		"\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"", "\t\"k8s.io/apimachinery/pkg/runtime\"", "\t\"k8s.io/apimachinery/pkg/watch\"")
 	sort.Strings(imports)
@@ -134,11 +147,10 @@ func generate(informersDir, version, tags string) ([]byte, error) {
 		b.WriteString(imp + "\n")
 	}
 	b.WriteString(")\n\n")
-	factoryImports := importsByName(factory)
 	for _, g := range groups {
 		dir := filepath.Base(factoryImports[g.pkgName])
-		fmt.Fprintf(&b, "// %s returns client-go's %s group informers, built on this factory.\n", g.method, g.pkgName)
-		fmt.Fprintf(&b, "func (f *sharedInformerFactory) %s() %s.Interface {\n\tf.use(%q, %sBuiltins)\n\treturn %s.New(f, f.namespace, f.tweakListOptions)\n}\n\n", g.method, g.pkgName, g.method, dir, g.pkgName)
+		fmt.Fprintf(&b, "// %s returns client-go's %s group informers, built on this factory, with listers of ours.\n", g.method, g.pkgName)
+		fmt.Fprintf(&b, "func (f *sharedInformerFactory) %s() %s.Interface {\n\tf.use(%q, %sBuiltins)\n\treturn %sGroup{%s.New(f, f.namespace, f.tweakListOptions)}\n}\n\n", g.method, g.pkgName, g.method, dir, dir, g.pkgName)
 	}
 	b.WriteString("// informerForResource returns the informer ForResource serves for gvr.\n")
 	b.WriteString("func (f *sharedInformerFactory) informerForResource(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {\n\tswitch gvr {\n")
@@ -173,6 +185,7 @@ func generate(informersDir, version, tags string) ([]byte, error) {
 		}
 		b.WriteString("\t}\n}\n")
 	}
+	writeWrappers(&b, groupPkgs, wraps)
 	return format.Source(b.Bytes())
 }
 
@@ -348,7 +361,7 @@ func importsByName(f *ast.File) map[string]string {
 // resourceType is one generated resource file: its object type (package
 // path, the name generic.go imports it under, type name), its GVR literal
 // and the clientset call its ListFunc lists with.
-type resourceType struct{ dir, path, alias, name, gvr, client string }
+type resourceType struct{ dir, file, path, alias, name, gvr, client string }
 
 // resourceFiles reads every informers/<group>/<version>/<resource>.go file,
 // naming object packages as generic.go does (or by group and version when
@@ -373,6 +386,7 @@ func resourceFiles(fset *token.FileSet, informersDir string, names map[string]st
 		}
 		rt, ok := resourceFile(fset, f, importsByName(f))
 		rt.dir = filepath.Base(filepath.Dir(filepath.Dir(file)))
+		rt.file = file
 		if !ok {
 			return nil, fmt.Errorf("%s: no GVR, object type or clientset List call", file)
 		}
