@@ -6,8 +6,15 @@
 // The constructors return client-go's interface types
 // (informers.SharedInformerFactory, GenericInformer), and the group
 // accessors return client-go's generated group packages built on this
-// factory, so code that names client-go's types keeps compiling and
-// client-go's generated listers work unchanged. Those packages ask the
+// factory, so code that names client-go's types keeps compiling. Each
+// group, version and resource accessor is wrapped (generated, in
+// zz_generated.go) only so that Lister() returns a lister of ours
+// implementing client-go's lister interface: its List and namespace List
+// go through this module's ListAll and ListAllByNamespace, which let a
+// compact store match the label selector before it decodes (client-go's
+// would decode every object of the namespace first). Get and the
+// listers' expansion methods (GetPodReplicaSets and the like) are
+// client-go's, reading our indexer. Those packages ask the
 // factory for an informer through InformerFor with client-go's generated
 // constructor; the factory recognises it and builds openinformer's
 // informer for the same resource instead, with the same list and watch,
