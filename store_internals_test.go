@@ -81,15 +81,3 @@ func withoutIndexValues(p store.Preheld) store.Preheld {
 	settable(index).Set(fresh)
 	return p
 }
-
-// fieldAt is the field at path (field names, through pointers) of *ptr.
-func fieldAt[T any](ptr any, path ...string) T {
-	v := reflect.ValueOf(ptr).Elem()
-	for _, name := range path {
-		if v.Kind() == reflect.Pointer {
-			v = v.Elem()
-		}
-		v = v.FieldByName(name)
-	}
-	return *(*T)(unsafe.Pointer(v.UnsafeAddr()))
-}
