@@ -208,26 +208,3 @@ func BenchmarkCompactWatchListSync(b *testing.B) {
 	}
 	b.ReportMetric(float64(views)/float64(b.N)/pods, "views/pod")
 }
-
-// A watch-list's objects, held ahead of the Replace, stay out of the hot
-// cache: the list is handed out only once whole, in the order it came, so
-// a hot cache smaller than the list would only churn through it and keep
-// its last objects decoded through the sync. A write still puts its object
-// there.
-func TestCompactPreholdLeavesHotCacheAlone(t *testing.T) {
-	idx := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{HotObjects: 4})
-	hot := compactHot(idx.(*cache).form)
-	prehold := idx.(*cache).preholder()
-	var list []any
-	for i := range 10 {
-		p, err := prehold(newTestPod("ns", fmt.Sprint("p", i), "1"))
-		require.NoError(t, err)
-		list = append(list, p)
-	}
-	assert.Zero(t, hot.Len(), "held ahead")
-	require.NoError(t, idx.Replace(list, "1"))
-	assert.Zero(t, hot.Len(), "adopted by the Replace")
-	assert.Len(t, idx.ListKeys(), 10)
-	require.NoError(t, idx.Update(newTestPod("ns", "p0", "2")))
-	assert.Equal(t, 1, hot.Len(), "a write's object")
-}

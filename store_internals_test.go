@@ -5,7 +5,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/hashmap"
 	"github.com/openinformer/cache/internal/store"
@@ -32,10 +31,6 @@ func storeItems(m *store.Map) hashmap.Map[any] {
 	return *(*hashmap.Map[any])(unexportedField(m, "items"))
 }
 
-// compactHot is the hot cache of the compact form f, nil when off.
-func compactHot(f form.Form) *compact.HotCache[any] {
-	return *(**compact.HotCache[any])(unexportedField(f.(*form.Compact), "hot"))
-}
 
 // withThreadSafeStoredForm makes a store built by NewThreadSafeStore hold
 // its objects in form f.
