@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/hashmap"
 	"github.com/openinformer/cache/internal/store"
 )
 
@@ -23,13 +22,6 @@ func unexportedField(s any, name string) unsafe.Pointer {
 // storeMutex is the lock of m.
 func storeMutex(m *store.Map) *sync.Mutex { return (*sync.Mutex)(unexportedField(m, "mu")) }
 
-// storeItems is what m's map holds, read under its lock.
-func storeItems(m *store.Map) hashmap.Map[any] {
-	mu := storeMutex(m)
-	mu.Lock()
-	defer mu.Unlock()
-	return *(*hashmap.Map[any])(unexportedField(m, "items"))
-}
 
 
 // withThreadSafeStoredForm makes a store built by NewThreadSafeStore hold
@@ -75,4 +67,26 @@ func withoutIndexValues(p store.Preheld) store.Preheld {
 	settable(fresh.Elem().FieldByName("form")).Set(settable(oldForm))
 	settable(index).Set(fresh)
 	return p
+}
+
+// heldRecorder is a compact form that tells record what it gives the
+// store's map to hold: Hold is the only way into the map.
+type heldRecorder struct {
+	*form.Compact
+	record func(key string, held any)
+}
+
+func (r heldRecorder) Hold(key string, obj any) (any, error) {
+	held, err := r.Compact.Hold(key, obj)
+	if err == nil {
+		r.record(key, held)
+	}
+	return held, err
+}
+
+// compactRecordingHeld is a compact Indexer without hot cache, indexed by
+// namespace, as NewCompactIndexer builds it, whose form tells record what
+// the map holds.
+func compactRecordingHeld(record func(key string, held any)) Indexer {
+	return newCache(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, []StoreOption{withStoredForm(heldRecorder{form.NewCompact(-1), record})})
 }
