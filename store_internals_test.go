@@ -22,8 +22,6 @@ func unexportedField(s any, name string) unsafe.Pointer {
 // storeMutex is the lock of m.
 func storeMutex(m *store.Map) *sync.Mutex { return (*sync.Mutex)(unexportedField(m, "mu")) }
 
-
-
 // withThreadSafeStoredForm makes a store built by NewThreadSafeStore hold
 // its objects in form f.
 func withThreadSafeStoredForm(f form.Form) ThreadSafeStoreOption {
