@@ -148,9 +148,9 @@ func TestCompactReplaceAdoptsHeldIndexValues(t *testing.T) {
 		{name: "indexers added since", reads: pods, alter: func(t *testing.T, idx Indexer, _ []any) {
 			require.NoError(t, idx.AddIndexers(Indexers{"node": podNodeIndex}))
 		}},
-		{name: "no values", reads: pods, alter: func(_ *testing.T, _ Indexer, list []any) {
+		{name: "no values", reads: pods, alter: func(t *testing.T, idx Indexer, list []any) {
 			for i, obj := range list {
-				list[i] = withoutIndexValues(obj.(store.Preheld))
+				list[i] = withoutIndexValues(t, idx, obj.(store.Preheld))
 			}
 		}},
 	} {

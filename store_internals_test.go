@@ -3,7 +3,11 @@ package cache
 import (
 	"reflect"
 	"sync"
+	"testing"
 	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/store"
@@ -53,18 +57,25 @@ func testPreheld(key string, obj any) store.Preheld {
 	return p
 }
 
-// withoutIndexValues is p with no index values held, only its form: a
-// Replace reads it back and indexes it afresh.
-func withoutIndexValues(p store.Preheld) store.Preheld {
-	index := reflect.ValueOf(&p).Elem().FieldByName("index")
-	fresh := reflect.New(index.Type().Elem())
-	oldForm := index.Elem().FieldByName("form")
-	settable := func(v reflect.Value) reflect.Value {
-		return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem()
-	}
-	settable(fresh.Elem().FieldByName("form")).Set(settable(oldForm))
-	settable(index).Set(fresh)
-	return p
+// withoutIndexValues is p with no index values held, only its form: p's
+// encoding loaded back as a restart snapshot's record, framed for no
+// generation of index functions. A Replace reads it back and indexes it
+// afresh.
+func withoutIndexValues(t *testing.T, idx Indexer, p store.Preheld) store.Preheld {
+	t.Helper()
+	st, err := store.NewSnapshots(idx.(*cache).storage, &v1.Pod{}, "")
+	require.NoError(t, err)
+	// A value is its frame, length first, then the record: here an empty
+	// frame.
+	rec, err := st.AppendRecord([]byte{0}, p.Key(), p.Held())
+	require.NoError(t, err)
+	loaded, err := st.LoadRecord(p.Key(), rec, nil, nil)
+	require.NoError(t, err)
+	bare, ok := loaded.(store.Preheld)
+	require.True(t, ok, "loaded a %T", loaded)
+	require.Nil(t, bare.IndexSet())
+	require.Nil(t, bare.IndexValues())
+	return bare
 }
 
 // heldRecorder is a compact form that tells record what it gives the
