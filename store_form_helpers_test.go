@@ -1,10 +1,7 @@
 package cache
 
 import (
-	"reflect"
-	"sync"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -13,18 +10,10 @@ import (
 	"github.com/openinformer/cache/internal/store"
 )
 
-// The store engine lives in internal/store and its forms in internal/form;
-// the tests here that check how the root's stores use them reach their
-// unexported state through these helpers alone.
-
-// unexportedField is the address of s's field name, s a pointer to a
-// struct.
-func unexportedField(s any, name string) unsafe.Pointer {
-	return unsafe.Pointer(reflect.ValueOf(s).Elem().FieldByName(name).UnsafeAddr())
-}
-
-// storeMutex is the lock of m.
-func storeMutex(m *store.Map) *sync.Mutex { return (*sync.Mutex)(unexportedField(m, "mu")) }
+// The store engine lives in internal/store and its forms in internal/form.
+// The root's tests reach them through these helpers, which use only their
+// exported APIs (the form.Form seam, Prehold, a snapshot record's load):
+// the engines' private state is checked in their own packages.
 
 // withThreadSafeStoredForm makes a store built by NewThreadSafeStore hold
 // its objects in form f.
