@@ -198,13 +198,13 @@ func TestI8_ResyncPeriodFloorsAndCheckPeriod(t *testing.T) {
 	// before Run (it is not run: a stopped informer drops its listeners);
 	// keep names the handler whose period is observed, the others are
 	// removed first.
-	before := func(keep string) (*sharedIndexInformer, *testingclock.FakeClock, ResourceEventHandlerRegistration) {
+	before := func(keep string) (*sharedIndexInformer, *testingclock.FakeClock) {
 		clk := testingclock.NewFakeClock(time.Now())
 		inf := newSharedIndexInformer(lw, &v1.Pod{}, SharedIndexInformerOptions{ResyncPeriod: 10 * time.Second}, clk)
 		regs := map[string]ResourceEventHandlerRegistration{}
 		regs["def"], _ = inf.AddEventHandler(&nameTestHandler{})
 		if keep == "def alone" {
-			return inf, clk, regs["def"]
+			return inf, clk
 		}
 		regs["small"], _ = inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 500*time.Millisecond)
 		assert.Equal(t, time.Second, inf.resyncCheckPeriod, "before start a smaller period lowers the check period, floored at 1s")
@@ -214,7 +214,7 @@ func TestI8_ResyncPeriodFloorsAndCheckPeriod(t *testing.T) {
 				require.NoError(t, inf.RemoveEventHandler(reg))
 			}
 		}
-		return inf, clk, regs[keep]
+		return inf, clk
 	}
 	for keep, want := range map[string]time.Duration{
 		"def alone": 10 * time.Second,
@@ -222,17 +222,17 @@ func TestI8_ResyncPeriodFloorsAndCheckPeriod(t *testing.T) {
 		"def":       10 * time.Second, // existing listeners recomputed, and kept above the check period
 		"zero":      0,
 	} {
-		inf, clk, _ := before(keep)
+		inf, clk := before(keep)
 		assert.Equal(t, want, observedResyncPeriod(t, inf, clk), keep)
 	}
 
-	running, clk, _ := before("def")
+	running, _ := before("def")
 	stop := informerTestRun(running)
 	informerTestWait(t, "sync", running.HasSyncedChecker())
 	assert.Equal(t, 1500*time.Millisecond, effectiveResync(running, 1500*time.Millisecond), "a late handler above the check period keeps its own")
 	stop()
 
-	clk = testingclock.NewFakeClock(time.Now())
+	clk := testingclock.NewFakeClock(time.Now())
 	noResync := newSharedIndexInformer(lw, &v1.Pod{}, SharedIndexInformerOptions{}, clk)
 	_, _ = noResync.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 5*time.Second)
 	assert.Equal(t, time.Duration(0), observedResyncPeriod(t, noResync, clk), "an informer created with 0 never resyncs")
