@@ -3,7 +3,6 @@ package cache
 import (
 	"fmt"
 	"math/rand"
-	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -244,8 +243,16 @@ func TestM7_OptionsTTLAndSize(t *testing.T) {
 	assert.Nil(t, mutationTestGet(t, c, "a"))
 	assert.Nil(t, mutationTestGet(t, c, "c"))
 
+	// A negative size means the default, not a panic: the cache keeps
+	// exactly defaultMutationCacheSize entries, the oldest evicted first.
 	neg, _, _ := newMutationTestCache(t, MutationCacheOptions{IncludeAdds: true, MaxCacheSize: -1})
-	assert.Equal(t, defaultMutationCacheSize, int(reflect.ValueOf(neg.recent).Elem().FieldByName("maxSize").Int()), "a negative size means the default, not a panic")
+	for i := 0; i <= defaultMutationCacheSize; i++ {
+		neg.Mutation(mutationTestPod("n"+strconv.Itoa(i), "u", "1"))
+	}
+	assert.Len(t, neg.recent.KeysOldestFirst(), defaultMutationCacheSize, "a negative size means the default")
+	assert.Nil(t, mutationTestGet(t, neg, "n0"), "one write beyond the default evicts the oldest")
+	assert.NotNil(t, mutationTestGet(t, neg, "n1"))
+	assert.NotNil(t, mutationTestGet(t, neg, "n"+strconv.Itoa(defaultMutationCacheSize)))
 }
 
 // TestM7_MatchesClientGo replays random informer events and local writes

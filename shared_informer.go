@@ -441,11 +441,11 @@ func (s *sharedIndexInformer) AddEventHandlerWithOptions(handler ResourceEventHa
 	if options.Logger != nil {
 		logger = *options.Logger
 	}
-	period := s.requestResyncLocked(logger, options.ResyncPeriod)
+	period, effective := s.handlerResyncLocked(logger, options.ResyncPeriod)
 	name := eventHandlerName(handler)
 	l := s.processor.NewListener(fanout.ListenerOptions{
 		Logger: logger, Handler: handler, Name: name, InformerChecker: s.HasSyncedChecker().Name(),
-		Requested: period, Effective: fanout.EffectiveResyncPeriod(logger, period, s.resyncCheckPeriod),
+		Requested: period, Effective: effective,
 		Metrics: listenerMetrics(s.handlerMetrics, s.identifier, name),
 	})
 	if !s.started {
@@ -456,6 +456,15 @@ func (s *sharedIndexInformer) AddEventHandlerWithOptions(handler ResourceEventHa
 	defer s.blockDeltas.Unlock()
 	s.processor.AddListener(l, s.indexer.List())
 	return l, nil
+}
+
+// handlerResyncLocked is the resync period of a handler added now that
+// asked for requested (nil: the informer's default), as requestResyncLocked
+// resolves it, and the period its listener gets for it: one call, so that
+// what a handler gets is decided in one place.
+func (s *sharedIndexInformer) handlerResyncLocked(logger klog.Logger, requested *time.Duration) (period, effective time.Duration) {
+	period = s.requestResyncLocked(logger, requested)
+	return period, fanout.EffectiveResyncPeriod(logger, period, s.resyncCheckPeriod)
 }
 
 // requestResyncLocked resolves a handler's requested resync period: the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientcache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -194,32 +194,93 @@ func TestI7_AddEventHandlerRefusedAfterStop(t *testing.T) {
 
 func TestI8_ResyncPeriodFloorsAndCheckPeriod(t *testing.T) {
 	_, lw := informerTestServer()
-	inf := NewSharedIndexInformer(lw, &v1.Pod{}, 10*time.Second, nil).(*sharedIndexInformer)
-	def, _ := inf.AddEventHandler(&nameTestHandler{})
-	assert.Equal(t, 10*time.Second, listenerResyncPeriod(def), "default period")
-	small, _ := inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 500*time.Millisecond)
-	assert.Equal(t, time.Second, inf.resyncCheckPeriod, "before start a smaller period lowers the check period, floored at 1s")
-	assert.Equal(t, time.Second, listenerResyncPeriod(small))
-	assert.Equal(t, 10*time.Second, listenerResyncPeriod(def), "existing listeners recomputed")
-	zero, _ := inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 0)
-	assert.Equal(t, time.Duration(0), listenerResyncPeriod(zero))
+	// before is an informer with a 10s default and three handlers added
+	// before Run (it is not run: a stopped informer drops its listeners);
+	// keep names the handler whose period is observed, the others are
+	// removed first.
+	before := func(keep string) (*sharedIndexInformer, *testingclock.FakeClock) {
+		clk := testingclock.NewFakeClock(time.Now())
+		inf := newSharedIndexInformer(lw, &v1.Pod{}, SharedIndexInformerOptions{ResyncPeriod: 10 * time.Second}, clk)
+		regs := map[string]ResourceEventHandlerRegistration{}
+		regs["def"], _ = inf.AddEventHandler(&nameTestHandler{})
+		if keep == "def alone" {
+			return inf, clk
+		}
+		regs["small"], _ = inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 500*time.Millisecond)
+		assert.Equal(t, time.Second, inf.resyncCheckPeriod, "before start a smaller period lowers the check period, floored at 1s")
+		regs["zero"], _ = inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 0)
+		for name, reg := range regs {
+			if name != keep {
+				require.NoError(t, inf.RemoveEventHandler(reg))
+			}
+		}
+		return inf, clk
+	}
+	for keep, want := range map[string]time.Duration{
+		"def alone": 10 * time.Second,
+		"small":     time.Second,
+		"def":       10 * time.Second, // existing listeners recomputed, and kept above the check period
+		"zero":      0,
+	} {
+		inf, clk := before(keep)
+		assert.Equal(t, want, observedResyncPeriod(t, inf, clk), keep)
+	}
 
-	stop := informerTestRun(inf)
-	late, _ := inf.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 1500*time.Millisecond)
-	assert.Equal(t, 1500*time.Millisecond, listenerResyncPeriod(late))
+	running, _ := before("def")
+	stop := informerTestRun(running)
+	informerTestWait(t, "sync", running.HasSyncedChecker())
+	assert.Equal(t, 1500*time.Millisecond, effectiveResync(running, 1500*time.Millisecond), "a late handler above the check period keeps its own")
 	stop()
 
-	noResync := NewSharedIndexInformer(lw, &v1.Pod{}, 0, nil)
-	reg, _ := noResync.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 5*time.Second)
-	assert.Equal(t, time.Duration(0), listenerResyncPeriod(reg), "an informer created with 0 never resyncs")
+	clk := testingclock.NewFakeClock(time.Now())
+	noResync := newSharedIndexInformer(lw, &v1.Pod{}, SharedIndexInformerOptions{}, clk)
+	_, _ = noResync.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 5*time.Second)
+	assert.Equal(t, time.Duration(0), observedResyncPeriod(t, noResync, clk), "an informer created with 0 never resyncs")
 
-	started := NewSharedIndexInformer(lw, &v1.Pod{}, 30*time.Second, nil).(*sharedIndexInformer)
+	clk = testingclock.NewFakeClock(time.Now())
+	started := newSharedIndexInformer(lw, &v1.Pod{}, SharedIndexInformerOptions{ResyncPeriod: 30 * time.Second}, clk)
 	stop = informerTestRun(started)
 	informerTestWait(t, "sync", started.HasSyncedChecker())
-	reg, _ = started.AddEventHandlerWithResyncPeriod(&nameTestHandler{}, 5*time.Second)
-	assert.Equal(t, 30*time.Second, listenerResyncPeriod(reg), "after start raised to the check period")
+	assert.Equal(t, 30*time.Second, effectiveResync(started, 5*time.Second), "after start raised to the check period")
 	stop()
 	goleak.VerifyNone(t)
+}
+
+// effectiveResync is the period the listener of a handler added to the
+// running inf with a requested period gets. A stopped informer drops its
+// listeners, so a running one's are not observed by observedResyncPeriod:
+// its reflector would take the resyncs due as the fake clock steps.
+// internal/fanout's TestI17_ResyncMarksFollowPeriodsAndClock checks that a
+// listener is due at the period it is given.
+func effectiveResync(inf *sharedIndexInformer, requested time.Duration) time.Duration {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	_, effective := inf.handlerResyncLocked(klog.Background(), &requested)
+	return effective
+}
+
+// observedResyncPeriod is the resync period of inf's only handler, seen
+// the way the reflector sees it: the interval between the first two times
+// the processor finds it due, stepping the fake clock clk by 100ms for a
+// minute (0 when it is never due). inf is not running, so nothing else
+// asks the processor meanwhile.
+func observedResyncPeriod(t *testing.T, inf *sharedIndexInformer, clk *testingclock.FakeClock) time.Duration {
+	t.Helper()
+	const step = 100 * time.Millisecond
+	var due []time.Duration
+	for elapsed := time.Duration(0); elapsed <= time.Minute && len(due) < 2; elapsed += step {
+		if inf.processor.ShouldResync() {
+			due = append(due, elapsed)
+		}
+		clk.Step(step)
+	}
+	switch len(due) {
+	case 0:
+		return 0
+	case 1:
+		t.Fatalf("due once in a minute, at %v", due[0])
+	}
+	return due[1] - due[0]
 }
 
 func TestI9_LateHandlerGetsCachedObjectsFirst(t *testing.T) {
@@ -654,10 +715,4 @@ func TestP2_HandlersJoiningLeavingAndCollapsingStayConsistentPerKey(t *testing.T
 	assert.Positive(t, m.collapses.Load(), "slow handlers' backlogs collapsed")
 	stop()
 	goleak.VerifyNone(t)
-}
-
-// listenerResyncPeriod is the resync period the fan-out gave the handler
-// behind reg, read from its listener (internal/fanout keeps it private).
-func listenerResyncPeriod(reg ResourceEventHandlerRegistration) time.Duration {
-	return time.Duration(reflect.ValueOf(reg).Elem().FieldByName("resyncPeriod").Int())
 }

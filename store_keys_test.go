@@ -199,20 +199,19 @@ func TestStoreLookupAgreesWithKeyFuncAndReusesStoredKeys(t *testing.T) {
 			for _, obj := range objs {
 				want, wantErr := c.keyOf(obj)
 				key, prior, err := c.lookup(obj)
-				old, exists := fieldAt[any](&prior, "obj"), fieldAt[bool](&prior, "known")
 				if wantErr != nil {
 					assert.Equal(t, wantErr, err)
 					continue
 				}
 				require.NoError(t, err)
 				assert.Equal(t, want, key)
-				stored, storedExists, _ := c.GetByKey(want)
-				require.Equal(t, storedExists, exists, want)
-				if exists {
-					assert.Same(t, stored, old, want)
-				} else {
-					assert.Nil(t, old, want)
-				}
+				_, storedExists, _ := c.GetByKey(want)
+				require.Equal(t, storedExists, prior.Existed(), want)
+				// The prior is the one the store reads for the key: the stored
+				// object itself, known, or an absent key's empty prior
+				// (internal/store's TestPriorIsTheStoredObject). Priors are
+				// compared whole, held values by identity.
+				assert.True(t, prior == c.storage.ReadPrior(want), "the prior of %s is the store's", want)
 			}
 		})
 	}

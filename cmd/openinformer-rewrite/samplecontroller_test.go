@@ -47,7 +47,7 @@ func TestGeneratedFactoryTakesOpenInformerOptions(t *testing.T) {
 		"shards: 4 objects, none in both",
 		"",
 	}, "\n")
-	if out := goOut(t, mod, "run", "."); out+"\n" != want {
+	if out := goRun(t, mod); out+"\n" != want {
 		t.Errorf("program printed:\n%s\nwant:\n%s", out, want)
 	}
 }
