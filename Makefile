@@ -164,6 +164,18 @@ realserver-bench:
 		&& ./bin/realserver-bench -apiserver bin/kube-apiserver -pods $(or $(PODS),20000) \
 		-rounds $(if $(filter file,$(origin ROUNDS)),3,$(ROUNDS)) -steady $(or $(STEADY),60s) -rate $(or $(RATE),100)
 
+## crbench: an operator watching Pods and Secrets on controller-runtime
+## v0.25.3's cache (DefaultTransform: TransformStripManagedFields) beside the
+## same operator on crcache (compact, managedFields stripped), each in its own
+## process, on envtest's kube-apiserver v1.37.2 and etcd v3.7.3 (built as
+## controllerruntime-envtest builds them). PODS (20000), SECRETS (10000).
+.PHONY: crbench
+crbench:
+	cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	cd controllerruntime/envtest && $(GO) build -o bin/etcd ./cmd/etcd
+	cd bench/crbench && $(GO) build -o bin/crbench . && ./bin/crbench -apiserver $(CR_APISERVER) -etcd $(CR_ETCD) \
+		-pods $(or $(PODS),20000) -secrets $(or $(SECRETS),10000)
+
 ## realserver-restart: issue 29's warm restart against the same real
 ## kube-apiserver: client-go's cold start, ours cold, then ours warm from its
 ## snapshot after 1% of the pods changed, each in its own process, with RATE

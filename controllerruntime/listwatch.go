@@ -38,7 +38,8 @@ type listWatchScope struct {
 }
 
 // applyTo sets the selectors on a request's options; a watch also asks
-// for bookmarks if configured.
+// for bookmarks if configured, and always when it is a watch-list stream
+// (sendInitialEvents), which the server refuses without them.
 func (s listWatchScope) applyTo(o *metav1.ListOptions, watching bool) {
 	if s.label != "" {
 		o.LabelSelector = s.label
@@ -48,7 +49,7 @@ func (s listWatchScope) applyTo(o *metav1.ListOptions, watching bool) {
 	}
 	if watching {
 		o.Watch = true
-		o.AllowWatchBookmarks = s.bookmarks
+		o.AllowWatchBookmarks = s.bookmarks || o.SendInitialEvents != nil
 	}
 }
 
@@ -81,7 +82,7 @@ func (r *restClients) dynamicListWatch(s listWatchScope) (cache.ListerWatcher, e
 	if s.namespace != "" {
 		res = dc.Resource(s.mapping.Resource).Namespace(s.namespace)
 	}
-	return &cache.ListWatch{
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			s.applyTo(&o, false)
 			return res.List(ctx, o)
@@ -90,7 +91,7 @@ func (r *restClients) dynamicListWatch(s listWatchScope) (cache.ListerWatcher, e
 			s.applyTo(&o, true)
 			return res.Watch(ctx, o)
 		},
-	}, nil
+	}, dc), nil
 }
 
 func (r *restClients) metadataListWatch(s listWatchScope) (cache.ListerWatcher, error) {
@@ -102,7 +103,7 @@ func (r *restClients) metadataListWatch(s listWatchScope) (cache.ListerWatcher, 
 	if s.namespace != "" {
 		res = mc.Resource(s.mapping.Resource).Namespace(s.namespace)
 	}
-	return &cache.ListWatch{
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			s.applyTo(&o, false)
 			list, err := res.List(ctx, o)
@@ -126,7 +127,7 @@ func (r *restClients) metadataListWatch(s listWatchScope) (cache.ListerWatcher, 
 				return e, true
 			}), nil
 		},
-	}, nil
+	}, mc), nil
 }
 
 func (r *restClients) typedListWatch(s listWatchScope) (cache.ListerWatcher, error) {
@@ -145,7 +146,7 @@ func (r *restClients) typedListWatch(s listWatchScope) (cache.ListerWatcher, err
 		}
 		return req
 	}
-	return &cache.ListWatch{
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			s.applyTo(&o, false)
 			out := listObj.DeepCopyObject()
@@ -158,5 +159,5 @@ func (r *restClients) typedListWatch(s listWatchScope) (cache.ListerWatcher, err
 			s.applyTo(&o, true)
 			return request(&o).Watch(ctx)
 		},
-	}, nil
+	}, rc), nil
 }
