@@ -116,18 +116,7 @@ func TestSnapshotReadsBackHeldIndexValues(t *testing.T) {
 	pod := testPod("ns", "p0001", "")
 	pod.Labels = map[string]string{"v": "1"}
 	m.Add("ns/p0001", pod)
-	st, err := NewSnapshots(m, &v1.Pod{}, "")
-	require.NoError(t, err)
-	f := m.Freeze()
-	var buf bytes.Buffer
-	w, err := snapshot.NewWriter(&buf, snapshot.Header{Resource: "pods", Encoding: st.Encoding(f.Set()), ResourceVersion: "5", Count: f.Len()})
-	require.NoError(t, err)
-	require.NoError(t, st.Write(w, f))
-	r, err := snapshot.NewReader(&buf, -1, nil)
-	require.NoError(t, err)
-	staged := map[string]any{}
-	_, err = st.Read(r, staged)
-	require.NoError(t, err)
+	staged := snapshotRoundTrip(t, m, m)
 	p := staged["ns/p0001"].(Preheld)
 	assert.Equal(t, "ns", p.index.namespace)
 	assert.Equal(t, []string{"1"}, p.IndexValues()[p.IndexSet().pos["label"]], "the label index's values come from the frame")
