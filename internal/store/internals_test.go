@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"reflect"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache/internal/form"
-	"github.com/openinformer/cache/internal/snapshot"
 )
 
 // The store's private state, checked where it lives. The root's tests
