@@ -225,9 +225,10 @@ controllerruntime:
 ## modes; CR_MODES=default (or compact) runs one.
 CR_APISERVER := $(CURDIR)/bench/kubeapiserver/bin/kube-apiserver
 CR_ETCD      := $(CURDIR)/controllerruntime/envtest/bin/etcd
+CR_MODES     ?= default,compact
 controllerruntime-envtest:
 	cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	cd controllerruntime/envtest && $(GO) build -o bin/etcd ./cmd/etcd \
 		&& $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... \
 		&& TEST_ASSET_KUBE_APISERVER=$(CR_APISERVER) TEST_ASSET_ETCD=$(CR_ETCD) $(GO) test -race -count=1 ./manager \
-		&& $(GO) run ./cmd/upstream -race -mode $(or $(CR_MODES),default,compact) -apiserver $(CR_APISERVER) -etcd $(CR_ETCD)
+		&& $(GO) run ./cmd/upstream -race -mode $(CR_MODES) -apiserver $(CR_APISERVER) -etcd $(CR_ETCD)
