@@ -304,3 +304,33 @@ func limitOf(opts []client.ListOption) (int64, bool) {
 	o.ApplyOptions(opts)
 	return o.Limit, o.Limit > 0
 }
+
+// TestCancelledContextOnNewInformer: a read or GetInformer that creates an
+// informer with an already-done context gets controller-runtime's timeout
+// error however fast the informer's first LIST ends (upstream specs "should
+// return an error when context is cancelled" and "should allow for get
+// informer to be cancelled" failed under load when it ended first); an
+// informer that has synced still answers such a read.
+func TestCancelledContextOnNewInformer(t *testing.T) {
+	srv := newPodServer(t, pod("a", "p", nil))
+	for name, ours := range map[string]Options{
+		"default": {},
+		"compact": {Defaults: InformerOptions{Compact: &cache.CompactOptions{}}},
+	} {
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		c := startCache(t, srv, crcache.Options{}, ours)
+		if err := c.List(cancelled, &corev1.PodList{}); !apierrors.IsTimeout(err) {
+			t.Errorf("%s: List creating the informer: %v, want a timeout", name, err)
+		}
+		c = startCache(t, srv, crcache.Options{}, ours)
+		if inf, err := c.GetInformer(cancelled, &corev1.Pod{}); !apierrors.IsTimeout(err) || inf != nil {
+			t.Errorf("%s: GetInformer creating the informer: %v, %v; want a timeout and no informer", name, inf, err)
+		}
+		c = startCache(t, srv, crcache.Options{}, ours, &corev1.Pod{})
+		var pods corev1.PodList
+		if err := c.List(cancelled, &pods); err != nil || len(pods.Items) != 1 {
+			t.Errorf("%s: List of a synced informer: %d pods, %v", name, len(pods.Items), err)
+		}
+	}
+}

@@ -138,8 +138,11 @@ func (ip *informers) get(ctx context.Context, gvk schema.GroupVersionKind, obj r
 		}
 	}
 	ip.mu.Unlock()
-	if block && started && !e.informer.HasSynced() {
-		if !cache.WaitForCacheSync(ctx.Done(), e.informer.HasSynced) {
+	// An informer created by this call has not synced, however fast its
+	// first LIST ends: a caller whose ctx is already done gets the timeout
+	// controller-runtime gives, not a result that depends on scheduling.
+	if block && started && (!ok || !e.informer.HasSynced()) {
+		if ctx.Err() != nil || !cache.WaitForCacheSync(ctx.Done(), e.informer.HasSynced) {
 			return nil, started, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %T Informer to sync", obj), 0)
 		}
 	}
