@@ -1,6 +1,14 @@
 package cache
 
-import "github.com/openinformer/cache/internal/form"
+import (
+	"context"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/openinformer/cache/internal/form"
+)
 
 // CompactOptions turns on compact storage: objects are kept encoded.
 type CompactOptions struct {
@@ -9,7 +17,20 @@ type CompactOptions struct {
 	// the store keeps no decoded object. DefaultHotObjects is the size
 	// this package's examples and benchmarks use.
 	HotObjects int
+	// ColdAfter turns the cold tier on: an informer compresses, in the
+	// background, each object nobody has read or written for between
+	// ColdAfter and twice that, with a dictionary made from its own
+	// objects (a realistic pod to about a tenth of its compact size); a
+	// read decompresses it, and an object read is kept uncompressed again
+	// from the next sweep. 0 (the zero value) keeps every object
+	// uncompressed; a positive value below MinColdAfter is raised to it.
+	// Only informers sweep: a standalone NewCompactIndexer never compresses.
+	ColdAfter time.Duration
 }
+
+// MinColdAfter is the shortest CompactOptions.ColdAfter: each sweep walks
+// every object of the informer.
+const MinColdAfter = time.Second
 
 // DefaultHotObjects is a hot cache for the objects a controller works on
 // at one time: about 23.5 MB of typical pods, and with it reading an object
@@ -30,7 +51,37 @@ func NewCompactIndexer(keyFunc KeyFunc, indexers Indexers, opts CompactOptions, 
 
 // storeOption turns compact storage on in a store.
 func (o CompactOptions) storeOption() StoreOption {
+	if o.ColdAfter > 0 {
+		return withStoredForm(form.NewColdCompact(o.HotObjects, form.Cold{}))
+	}
 	return withStoredForm(form.NewCompact(o.HotObjects))
+}
+
+// coldSweepPeriod is the time between an informer's sweeps; 0 for none.
+func coldSweepPeriod(o *CompactOptions) time.Duration {
+	if o == nil || o.ColdAfter <= 0 {
+		return 0
+	}
+	return max(o.ColdAfter, MinColdAfter)
+}
+
+// runColdSweeps sweeps c every period until ctx ends: the cold tier's
+// background work, owned by the informer's Run.
+func runColdSweeps(ctx context.Context, clk clock.Clock, c *cache, period time.Duration) {
+	logger := klog.FromContext(ctx)
+	t := clk.NewTimer(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		start := clk.Now()
+		moved := c.storage.Sweep(ctx)
+		logger.V(4).Info("Cold tier swept", "moved", moved, "duration", clk.Since(start))
+		t.Reset(period)
+	}
 }
 
 // compactStoreOptions is the store option of an informer's

@@ -136,6 +136,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		stripFields:       options.StripManagedFields,
 		shardSelector:     options.ShardSelector,
 		snapshot:          checkedSnapshotOptions(options.Snapshot),
+		coldSweep:         coldSweepPeriod(options.Compact),
 	}
 	s.processor = fanout.NewProcessor(fanout.Config{
 		Clock:         clk,
@@ -190,6 +191,7 @@ type sharedIndexInformer struct {
 	clock             clock.Clock
 	stripFields       bool             // set at construction, never changed
 	snapshot          *SnapshotOptions // set at construction, never changed
+	coldSweep         time.Duration    // set at construction, never changed; 0: no cold tier
 
 	blockDeltas sync.Mutex
 
@@ -284,6 +286,9 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 			s.processor.MarkSynced()
 		}
 	}()
+	if s.coldSweep > 0 {
+		wg.Go(func() { runColdSweeps(ctx, s.clock, s.indexer, s.coldSweep) })
+	}
 	saved := s.runSnapshots(ctx, ctrl)
 	ctrl.RunWithContext(ctx)
 	saved()

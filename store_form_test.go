@@ -72,6 +72,9 @@ func (f *boxForm) InPlace() bool { return false }
 // Labels are never known apart: selecting reads view every object.
 func (f *boxForm) Labels(string, any) (*labelset.Set, bool) { return nil, false }
 
+// Retier keeps every box: boxes have one tier.
+func (f *boxForm) Retier(string, any) (any, bool) { return nil, false }
+
 func (f *boxForm) HoldAhead(key string, obj any) (any, error) { return f.Hold(key, obj) }
 
 func (f *boxForm) RecordCodec(runtime.Object) (*compact.Codec, bool, error) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/openinformer/cache/internal/coldtier"
 )
 
 // Format is the encoding of stored bytes.
@@ -74,6 +77,9 @@ type Codec struct {
 	serializers  [4]runtime.Serializer
 	compressor   *Compressor
 	tag          uint32
+	// dict is the cold tier's dictionary (cold.go), made once by
+	// MakeDictionary; nil before.
+	dict atomic.Pointer[coldtier.Dictionary]
 }
 
 // generated is what protobuf's generated code gives every built-in API
@@ -268,16 +274,29 @@ func (c *Codec) decodeWith(s *scratch, e Encoding, l *layout) (runtime.Object, e
 // the serializers' decoders copy too (json.Unmarshaler and
 // cbor.Unmarshaler implementations must copy what they keep).
 func (c *Codec) decodeBody(flags byte, body []byte) (runtime.Object, error) {
-	if flags&flagCompressed != 0 {
-		if c.compressor == nil {
-			return nil, errors.New("compact: compressed data and no compressor")
-		}
-		var err error
-		if body, err = c.compressor.decompress(body); err != nil {
-			return nil, err
-		}
+	if flags&flagCompressed == 0 {
+		return c.decode(flags, body)
+	}
+	if c.compressor == nil {
+		return c.decodeCold(flags, body)
+	}
+	body, err := c.compressor.decompress(body)
+	if err != nil {
+		return nil, err
 	}
 	return c.decode(flags, body)
+}
+
+// decodeCold decodes body, compressed with the codec's dictionary, through
+// a reused buffer.
+func (c *Codec) decodeCold(flags byte, body []byte) (runtime.Object, error) {
+	s := getScratch(coldRoom(len(body)))
+	defer s.release()
+	plain, err := c.decompressCold(s.buf.AvailableBuffer(), body)
+	if err != nil {
+		return nil, err
+	}
+	return c.decode(flags, plain)
 }
 
 // decode turns body, in the codec's format, into a fresh object.

@@ -28,8 +28,11 @@ type Compact struct {
 	mu    sync.Mutex
 	// hot is nil when the options turn the hot cache off.
 	hot *compact.HotCache[any]
-	// labels keeps each encoding's labels for selectors to match.
+	// labels keeps each encoding's labels for selectors to match, and the
+	// cold tier's reference bits.
 	labels *heldLabels
+	// cold is nil without a cold tier (NewColdCompact).
+	cold *coldTier
 }
 
 // NewCompact returns a compact form whose hot cache keeps up to
@@ -139,6 +142,9 @@ func (f *Compact) View(key string, held any, keep bool) (any, error) {
 	e, ok := held.(compact.Encoding)
 	if !ok {
 		return nil, fmt.Errorf("compact storage: %q holds a %T, not an encoding", key, held)
+	}
+	if keep && f.cold != nil {
+		f.labels.touch(key, e)
 	}
 	if f.hot != nil {
 		if obj, ok := f.hot.Get(key, e.Identity()); ok {

@@ -35,10 +35,14 @@ type labelShard struct {
 	byKey map[string]labelEntry
 }
 
-// labelEntry is the labels of one encoding.
+// labelEntry is the labels of one encoding. touched is the cold tier's
+// reference bit: set by every write and kept read of the key, cleared by
+// each sweep (untouch), so that an entry found untouched has not been used
+// for a whole sweep period.
 type labelEntry struct {
 	identity *byte
 	set      *labelset.Set
+	touched  bool
 }
 
 func newHeldLabels() *heldLabels {
@@ -66,7 +70,7 @@ func (h *heldLabels) put(key string, e compact.Encoding, obj any) {
 	set := h.interner.Intern(m.GetLabels())
 	s := h.shard(key)
 	s.mu.Lock()
-	s.byKey[key] = labelEntry{identity: identity(e), set: set}
+	s.byKey[key] = labelEntry{identity: identity(e), set: set, touched: true}
 	s.mu.Unlock()
 }
 
@@ -92,6 +96,43 @@ func (h *heldLabels) adopt(key string, e compact.Encoding) {
 	s.mu.Lock()
 	if entry, ok := s.byKey[key]; ok && entry.identity != identity(e) {
 		delete(s.byKey, key)
+	}
+	s.mu.Unlock()
+}
+
+// touch marks key's entry, if it is e's, as used since the last sweep.
+func (h *heldLabels) touch(key string, e compact.Encoding) {
+	s := h.shard(key)
+	s.mu.Lock()
+	if entry, ok := s.byKey[key]; ok && entry.identity == identity(e) && !entry.touched {
+		entry.touched = true
+		s.byKey[key] = entry
+	}
+	s.mu.Unlock()
+}
+
+// untouch clears key's mark and reports whether it was set for e.
+func (h *heldLabels) untouch(key string, e compact.Encoding) bool {
+	s := h.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	entry, ok := s.byKey[key]
+	if !ok || entry.identity != identity(e) || !entry.touched {
+		return false
+	}
+	entry.touched = false
+	s.byKey[key] = entry
+	return true
+}
+
+// rekey moves key's entry from e to next, the same object in another
+// tier, so that its labels stay known; an entry for another encoding stays.
+func (h *heldLabels) rekey(key string, e, next compact.Encoding) {
+	s := h.shard(key)
+	s.mu.Lock()
+	if entry, ok := s.byKey[key]; ok && entry.identity == identity(e) {
+		entry.identity = identity(next)
+		s.byKey[key] = entry
 	}
 	s.mu.Unlock()
 }

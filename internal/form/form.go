@@ -57,6 +57,11 @@ type Form interface {
 	// them, so that a list decodes only the objects it returns. It must not
 	// block.
 	Labels(key string, held any) (set *labelset.Set, ok bool)
+	// Retier is called by the store's Sweep, outside its lock, for every
+	// key: it returns what the store should hold for key instead of held
+	// (the same object in another tier), and false to keep held. The store
+	// swaps only if key still holds held.
+	Retier(key string, held any) (next any, ok bool)
 	// RecordCodec returns the codec that writes a restart snapshot's
 	// records for objects of example's type, and whether held values are
 	// that codec's encodings already (else they are objects to encode).
@@ -78,6 +83,9 @@ func (Plain) View(_ string, held any, _ bool) (any, error) { return held, nil }
 
 // Labels are read from the object itself.
 func (Plain) Labels(string, any) (*labelset.Set, bool) { return nil, false }
+
+// Retier keeps every object as it is: plain objects have one tier.
+func (Plain) Retier(string, any) (any, bool) { return nil, false }
 
 // Drop keeps nothing to drop.
 func (Plain) Drop(string) {}

@@ -106,13 +106,19 @@ func (st *Snapshots) Write(w *snapshot.Writer, f Frozen) error {
 	return w.Commit()
 }
 
-// AppendRecord appends held's record: a compact store's encoding as it is,
+// AppendRecord appends held's record: a compact store's encoding as it is
+// (plain again if cold),
 // a plain store's object encoded.
 func (st *Snapshots) AppendRecord(dst []byte, key string, held any) ([]byte, error) {
 	if st.encoded {
 		e, ok := held.(compact.Encoding)
 		if !ok {
 			return dst, fmt.Errorf("snapshot: %q holds a %T, not an encoding", key, held)
+		}
+		// A record carries no dictionary: a cold encoding is written plain.
+		e, err := st.codec.Warm(e)
+		if err != nil {
+			return dst, fmt.Errorf("snapshot: reading %q back: %w", key, err)
 		}
 		return e.AppendRecord(dst), nil
 	}

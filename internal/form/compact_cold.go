@@ -1,0 +1,128 @@
+package form
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/openinformer/cache/internal/compact"
+)
+
+// Cold configures the cold tier of a compact form: encodings that nobody
+// has read or written between two sweeps (the store's Sweep, which calls
+// Retier for every key) are compressed with a dictionary made from the
+// form's own encodings, and a cold encoding read since the last sweep is
+// stored plain again at the next. So an object goes cold after between
+// one and two sweep periods untouched, and a read of a cold object pays a
+// decompression on top of the decode until then.
+type Cold struct {
+	// DictionarySize bounds each type's dictionary (coldtier.Train); 0 is
+	// coldtier.DefaultSize.
+	DictionarySize int
+	// Samples is how many encodings of a type the first sweep collects
+	// before it makes the type's dictionary; 0 is DefaultColdSamples.
+	Samples int
+}
+
+// DefaultColdSamples spreads a dictionary over objects of many owners and
+// namespaces: a sweep walks keys in hash order.
+const DefaultColdSamples = 64
+
+// ColdCounts are what the cold tier has done since the form was made.
+type ColdCounts struct {
+	// Cooled and Warmed count the encodings made cold and plain again;
+	// Failed the ones that could not be, which stay as they were.
+	Cooled, Warmed, Failed uint64
+}
+
+// coldTier is a compact form's cold tier. Only a sweep calls into it, but
+// several stores' sweeps may share nothing else, so samples has a lock.
+type coldTier struct {
+	cfg Cold
+
+	mu      sync.Mutex
+	samples map[*compact.Codec][]compact.Encoding // per codec without a dictionary yet
+
+	cooled, warmed, failed atomic.Uint64
+}
+
+// NewColdCompact is NewCompact with a cold tier.
+func NewColdCompact(hotObjects int, cold Cold) *Compact {
+	f := NewCompact(hotObjects)
+	if cold.Samples <= 0 {
+		cold.Samples = DefaultColdSamples
+	}
+	f.cold = &coldTier{cfg: cold, samples: map[*compact.Codec][]compact.Encoding{}}
+	return f
+}
+
+// Retier moves key's encoding between tiers: a plain one untouched since
+// the last sweep becomes cold, a cold one touched becomes plain. It clears
+// the key's touch, so each call starts a new period.
+func (f *Compact) Retier(key string, held any) (any, bool) {
+	e, ok := held.(compact.Encoding)
+	if f.cold == nil || !ok {
+		return nil, false
+	}
+	codec, err := f.codecOf(e)
+	if err != nil {
+		return nil, false
+	}
+	touched := f.labels.untouch(key, e)
+	switch cold := codec.Cold(e); {
+	case touched && cold:
+		next, err := codec.Warm(e)
+		return f.moved(key, e, next, err, &f.cold.warmed)
+	case !touched && !cold:
+		if !codec.HasDictionary() {
+			f.cold.sample(codec, e)
+			return nil, false
+		}
+		next, smaller, err := codec.Cool(e)
+		if err == nil && !smaller {
+			return nil, false
+		}
+		return f.moved(key, e, next, err, &f.cold.cooled)
+	}
+	return nil, false
+}
+
+// moved finishes a move of key from e to next: the key's labels follow
+// next and count is counted; a failure is reported, without the object's
+// contents, and e stays.
+func (f *Compact) moved(key string, e, next compact.Encoding, err error, count *atomic.Uint64) (any, bool) {
+	if err != nil {
+		f.cold.failed.Add(1)
+		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not move an object, left as it is", "key", key)
+		return nil, false
+	}
+	f.labels.rekey(key, e, next)
+	count.Add(1)
+	return next, true
+}
+
+// sample keeps e for codec's dictionary, and makes it once there are
+// enough.
+func (t *coldTier) sample(codec *compact.Codec, e compact.Encoding) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := append(t.samples[codec], e)
+	if len(s) < t.cfg.Samples {
+		t.samples[codec] = s
+		return
+	}
+	delete(t.samples, codec)
+	if err := codec.MakeDictionary(s, t.cfg.DictionarySize); err != nil {
+		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not make a dictionary; objects stay uncompressed")
+	}
+}
+
+// ColdCounts returns the cold tier's counts; zero without one.
+func (f *Compact) ColdCounts() ColdCounts {
+	if f.cold == nil {
+		return ColdCounts{}
+	}
+	return ColdCounts{Cooled: f.cold.cooled.Load(), Warmed: f.cold.warmed.Load(), Failed: f.cold.failed.Load()}
+}

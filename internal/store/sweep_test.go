@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/compact"
+	"github.com/openinformer/cache/internal/fixtures"
+	"github.com/openinformer/cache/internal/form"
+)
+
+// coldStore is a compact store with a cold tier (no hot cache) of n
+// realistic pods, its dictionary made from the first 8 offered.
+func coldStore(t *testing.T, n int) (*Map, *form.Compact, *countingForm, []*v1.Pod) {
+	t.Helper()
+	f := form.NewColdCompact(-1, form.Cold{Samples: 8})
+	views := &countingForm{Form: f}
+	m := New(clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc},
+		Config{Form: views, IsNamespaceIndex: isNamespaceIndex})
+	pods := fixtures.Pods(1, n)
+	for _, pod := range pods {
+		m.Add(pod.Namespace+"/"+pod.Name, pod)
+	}
+	return m, f, views, pods
+}
+
+// heldBytes is the size of every encoding m holds.
+func heldBytes(m *Map) (n int) {
+	m.freezeItems().Range(func(_ string, held any) bool {
+		n += held.(compact.Encoding).Len()
+		return true
+	})
+	return n
+}
+
+// Objects go cold after a whole sweep period untouched, read back equal,
+// keep their labels known, and come back plain after a read.
+func TestSweepCoolsUntouchedAndWarmsRead(t *testing.T) {
+	ctx := context.Background()
+	m, f, views, pods := coldStore(t, 200)
+	plain := heldBytes(m)
+
+	assert.Zero(t, m.Sweep(ctx), "every object was just written")
+	moved := m.Sweep(ctx)
+	assert.Equal(t, 200-8, moved, "all but the dictionary's samples")
+	assert.Equal(t, 8, m.Sweep(ctx), "then the samples")
+	assert.Zero(t, m.Sweep(ctx))
+	assert.Equal(t, form.ColdCounts{Cooled: 200}, f.ColdCounts())
+	cold := heldBytes(m)
+	t.Logf("held bytes: plain %d, cold %d (%.3fx)", plain, cold, float64(cold)/float64(plain))
+	assert.Less(t, cold, plain/3)
+
+	sel := mustSelector(t, "app="+pods[0].Labels["app"])
+	before := views.views.Load()
+	got, err := m.ListSelect(sel)
+	require.NoError(t, err)
+	require.NotEmpty(t, got)
+	assert.Equal(t, int64(len(got)), views.views.Load()-before, "labels stay known: only the matches are read")
+	assert.Equal(t, len(got), m.Sweep(ctx), "the objects read come back plain")
+	assert.Equal(t, len(got), m.Sweep(ctx), "and go cold again a period later")
+
+	for i, pod := range pods[:20] {
+		obj, ok := m.Get(pod.Namespace + "/" + pod.Name)
+		require.True(t, ok)
+		require.True(t, equality.Semantic.DeepEqual(pod, obj), "pod %d", i)
+	}
+	assert.Equal(t, 20, m.Sweep(ctx))
+	assert.Equal(t, uint64(len(got)+20), f.ColdCounts().Warmed)
+	for _, obj := range m.List() {
+		pod := obj.(*v1.Pod)
+		require.True(t, equality.Semantic.DeepEqual(podByName(pods, pod.Name), pod))
+	}
+}
+
+func podByName(pods []*v1.Pod, name string) *v1.Pod {
+	for _, p := range pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// A write after a sweep's read of a key wins: the sweep stores nothing
+// for a key whose held value changed.
+func TestSweepLeavesReplacedValues(t *testing.T) {
+	ctx := context.Background()
+	m, _, _, pods := coldStore(t, 50)
+	m.Sweep(ctx)
+	m.Sweep(ctx) // samples taken, the rest cold
+	key := pods[0].Namespace + "/" + pods[0].Name
+	before, _ := m.items.Get(key)
+
+	batch := []move{{key: key, held: before, next: "stale"}}
+	updated := pods[0].DeepCopy()
+	updated.Labels["written"] = "after"
+	m.Update(key, updated)
+	assert.Zero(t, m.applyMoves(batch))
+	got, ok := m.Get(key)
+	require.True(t, ok)
+	assert.Equal(t, "after", got.(*v1.Pod).Labels["written"])
+}
+
+// A snapshot of cold objects holds them plain, and reads back equal.
+func TestSnapshotOfColdObjects(t *testing.T) {
+	ctx := context.Background()
+	m, _, _, pods := coldStore(t, 40)
+	for range 3 {
+		m.Sweep(ctx)
+	}
+	staged := snapshotRoundTrip(t, m, New(nil, Config{Form: form.NewCompact(-1)}))
+	require.Len(t, staged, len(pods))
+	for _, pod := range pods {
+		p, ok := staged[pod.Namespace+"/"+pod.Name].(Preheld)
+		require.True(t, ok)
+		obj, ok := p.View(false)
+		require.True(t, ok)
+		require.True(t, equality.Semantic.DeepEqual(pod, obj))
+	}
+}
+
+// A store without a cold tier never moves anything.
+func TestSweepWithoutColdTier(t *testing.T) {
+	for _, f := range []form.Form{form.Plain{}, form.NewCompact(-1)} {
+		m := New(nil, Config{Form: f})
+		for _, pod := range fixtures.Pods(1, 20) {
+			m.Add(pod.Namespace+"/"+pod.Name, pod)
+		}
+		for range 3 {
+			assert.Zero(t, m.Sweep(context.Background()), "%T", f)
+		}
+	}
+}
