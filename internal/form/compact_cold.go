@@ -2,6 +2,8 @@ package form
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -22,7 +24,9 @@ type Cold struct {
 	// coldtier.DefaultSize.
 	DictionarySize int
 	// Samples is how many encodings of a type the first sweep collects
-	// before it makes the type's dictionary; 0 is DefaultColdSamples.
+	// before it makes the type's dictionary, or fewer when the next sweep
+	// comes back to a key sampled (the type has fewer objects); 0 is
+	// DefaultColdSamples.
 	Samples int
 }
 
@@ -43,7 +47,7 @@ type coldTier struct {
 	cfg Cold
 
 	mu      sync.Mutex
-	samples map[*compact.Codec][]compact.Encoding // per codec without a dictionary yet
+	samples map[*compact.Codec]map[string]compact.Encoding // by key, per codec without a dictionary yet
 
 	cooled, warmed, failed atomic.Uint64
 }
@@ -54,7 +58,7 @@ func NewColdCompact(hotObjects int, cold Cold) *Compact {
 	if cold.Samples <= 0 {
 		cold.Samples = DefaultColdSamples
 	}
-	f.cold = &coldTier{cfg: cold, samples: map[*compact.Codec][]compact.Encoding{}}
+	f.cold = &coldTier{cfg: cold, samples: map[*compact.Codec]map[string]compact.Encoding{}}
 	return f
 }
 
@@ -77,7 +81,7 @@ func (f *Compact) Retier(key string, held any) (any, bool) {
 		return f.moved(key, e, next, err, &f.cold.warmed)
 	case !touched && !cold:
 		if !codec.HasDictionary() {
-			f.cold.sample(codec, e)
+			f.cold.sample(codec, key, e)
 			return nil, false
 		}
 		next, smaller, err := codec.Cool(e)
@@ -103,18 +107,27 @@ func (f *Compact) moved(key string, e, next compact.Encoding, err error, count *
 	return next, true
 }
 
-// sample keeps e for codec's dictionary, and makes it once there are
-// enough.
-func (t *coldTier) sample(codec *compact.Codec, e compact.Encoding) {
+// sample keeps key's e for codec's dictionary, and makes it once there
+// are enough, or once a sweep comes back to a key sampled.
+func (t *coldTier) sample(codec *compact.Codec, key string, e compact.Encoding) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := append(t.samples[codec], e)
-	if len(s) < t.cfg.Samples {
+	s := t.samples[codec]
+	if s == nil {
+		s = map[string]compact.Encoding{}
 		t.samples[codec] = s
+	}
+	_, wrapped := s[key]
+	s[key] = e
+	if !wrapped && len(s) < t.cfg.Samples {
 		return
 	}
 	delete(t.samples, codec)
-	if err := codec.MakeDictionary(s, t.cfg.DictionarySize); err != nil {
+	samples := make([]compact.Encoding, 0, len(s))
+	for _, k := range slices.Sorted(maps.Keys(s)) { // the same dictionary every run
+		samples = append(samples, s[k])
+	}
+	if err := codec.MakeDictionary(samples, t.cfg.DictionarySize); err != nil {
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not make a dictionary; objects stay uncompressed")
 	}
 }

@@ -1,0 +1,101 @@
+package compact
+
+import (
+	"compress/flate"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// encodeAll encodes objs with c.
+func encodeAll(t *testing.T, c *Codec, objs []runtime.Object) []Encoding {
+	t.Helper()
+	out := make([]Encoding, len(objs))
+	for i, obj := range objs {
+		var err error
+		out[i], err = c.Encode(obj)
+		require.NoError(t, err)
+	}
+	return out
+}
+
+// Every kind of object goes cold smaller, decodes equal while cold, and
+// warms back to its very bytes.
+func TestCoolWarmRoundTrip(t *testing.T) {
+	for name, objs := range fixtureSets(t) {
+		t.Run(name, func(t *testing.T) {
+			c, err := NewCodec(objs[0], Options{Tag: 3})
+			require.NoError(t, err)
+			encs := encodeAll(t, c, objs)
+			_, ok, err := c.Cool(encs[0])
+			require.NoError(t, err)
+			assert.False(t, ok, "no dictionary yet")
+
+			require.NoError(t, c.MakeDictionary(encs[:len(encs)/2], 0))
+			for i, e := range encs {
+				cold, ok, err := c.Cool(e)
+				require.NoError(t, err)
+				require.True(t, ok, "object %d", i)
+				assert.True(t, c.Cold(cold))
+				assert.False(t, c.Cold(e))
+				assert.Less(t, cold.Len(), e.Len())
+				assert.Equal(t, uint32(3), TagOf(cold))
+				obj, err := c.Decode(cold)
+				require.NoError(t, err)
+				assert.True(t, equality.Semantic.DeepEqual(objs[i], obj), "object %d", i)
+				warm, err := c.Warm(cold)
+				require.NoError(t, err)
+				assert.Equal(t, e.Bytes(), warm.Bytes())
+				assert.Equal(t, e.AppendRecord(nil), warm.AppendRecord(nil))
+				_, again, err := c.Cool(cold)
+				require.NoError(t, err)
+				assert.False(t, again, "cold already")
+			}
+		})
+	}
+}
+
+// The dictionary is made once: a second call keeps the first, so every
+// cold encoding stays readable.
+func TestDictionaryMadeOnce(t *testing.T) {
+	objs := fixtureSets(t)["pods"]
+	c, err := NewCodec(objs[0], Options{})
+	require.NoError(t, err)
+	encs := encodeAll(t, c, objs)
+	require.NoError(t, c.MakeDictionary(encs[:2], 0))
+	cold, ok, err := c.Cool(encs[3])
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, c.MakeDictionary(encs[4:], 0))
+	obj, err := c.Decode(cold)
+	require.NoError(t, err)
+	assert.True(t, equality.Semantic.DeepEqual(objs[3], obj))
+}
+
+// A codec with a Compressor has no cold tier, and a cold encoding is
+// refused by a codec without the dictionary it was made with.
+func TestColdRefusals(t *testing.T) {
+	objs := fixtureSets(t)["configmaps"]
+	comp, err := NewCompressor(flate.BestSpeed, nil)
+	require.NoError(t, err)
+	withCompressor, err := NewCodec(objs[0], Options{Compressor: comp})
+	require.NoError(t, err)
+	assert.Error(t, withCompressor.MakeDictionary(encodeAll(t, withCompressor, objs), 0))
+
+	c, err := NewCodec(objs[0], Options{})
+	require.NoError(t, err)
+	encs := encodeAll(t, c, objs)
+	require.NoError(t, c.MakeDictionary(encs, 0))
+	cold, ok, err := c.Cool(encs[0])
+	require.NoError(t, err)
+	require.True(t, ok)
+	other, err := NewCodec(objs[0], Options{})
+	require.NoError(t, err)
+	_, err = other.Decode(cold)
+	assert.ErrorIs(t, err, errNoDictionary)
+	_, err = other.Warm(cold)
+	assert.ErrorIs(t, err, errNoDictionary)
+}
