@@ -23,6 +23,10 @@ import (
 	ours "github.com/openinformer/cache"
 )
 
+// coldAfter is the cold variants' CompactOptions.ColdAfter: short enough
+// that a pod not updated in the steady phase goes cold within it.
+const coldAfter = 15 * time.Second
+
 // defaultVariants are the informers measured, each in its own process.
 // A "-list" suffix starts it with the WatchListClient feature off, so the
 // reflector LISTs instead of streaming the initial list.
@@ -75,6 +79,11 @@ func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, fu
 		opts.Compact = &ours.CompactOptions{HotObjects: 1000}
 		opts.StripManagedFields = true
 	case "ours-strip":
+		opts.StripManagedFields = true
+	case "compact-cold":
+		opts.Compact = &ours.CompactOptions{HotObjects: 1000, ColdAfter: coldAfter}
+	case "compact-cold-strip":
+		opts.Compact = &ours.CompactOptions{HotObjects: 1000, ColdAfter: coldAfter}
 		opts.StripManagedFields = true
 	default:
 		return nil, nil, nil, fmt.Errorf("unknown variant %q", name)
