@@ -51,10 +51,11 @@ func NewCompactIndexer(keyFunc KeyFunc, indexers Indexers, opts CompactOptions, 
 
 // storeOption turns compact storage on in a store.
 func (o CompactOptions) storeOption() StoreOption {
+	f := form.NewCompact(o.HotObjects)
 	if o.ColdAfter > 0 {
-		return withStoredForm(form.NewColdCompact(o.HotObjects, form.Cold{}))
+		f = form.NewColdCompact(o.HotObjects, form.Cold{})
 	}
-	return withStoredForm(form.NewCompact(o.HotObjects))
+	return func(c *cache) { c.form, c.compact = f, f }
 }
 
 // coldSweepPeriod is the time between an informer's sweeps; 0 for none.
@@ -79,7 +80,9 @@ func runColdSweeps(ctx context.Context, clk clock.Clock, c *cache, period time.D
 		}
 		start := clk.Now()
 		moved := c.storage.Sweep(ctx)
-		logger.V(4).Info("Cold tier swept", "moved", moved, "duration", clk.Since(start))
+		took := clk.Since(start)
+		c.compact.SweepEnded(took)
+		logger.V(4).Info("Cold tier swept", "moved", moved, "duration", took)
 		t.Reset(period)
 	}
 }
@@ -91,4 +94,42 @@ func compactStoreOptions(o *CompactOptions) []StoreOption {
 		return nil
 	}
 	return []StoreOption{o.storeOption()}
+}
+
+// StorageStats is what an informer's compact storage holds and has done;
+// zero for an informer that keeps objects decoded. Metrics providers read
+// it through InformerState.
+type StorageStats struct {
+	// PlainObjects and ColdObjects, and their encoded bytes, are as of the
+	// last sweep of the cold tier (CompactOptions.ColdAfter): zero without
+	// one or before the first sweep ended.
+	PlainObjects, ColdObjects int
+	PlainBytes, ColdBytes     int64
+	// Cooled and Warmed count the objects compressed and uncompressed
+	// again; MoveFailures the moves that failed, leaving the object as it
+	// was (each is logged).
+	Cooled, Warmed, MoveFailures uint64
+	// DictionaryBytes is the size of the cold tier's dictionaries.
+	DictionaryBytes int
+	// SweepSeconds is the time the cold tier's sweeps took.
+	SweepSeconds float64
+	// HotReads are the reads the hot cache answered; PlainDecodes and
+	// ColdDecodes the reads that decoded an object, by its tier.
+	HotReads, PlainDecodes, ColdDecodes uint64
+}
+
+// storageStats reads c's StorageStats.
+func (c *cache) storageStats() StorageStats {
+	if c.compact == nil {
+		return StorageStats{}
+	}
+	s := c.compact.Stats()
+	return StorageStats{
+		PlainObjects: s.Tiers.PlainObjects, ColdObjects: s.Tiers.ColdObjects,
+		PlainBytes: s.Tiers.PlainBytes, ColdBytes: s.Tiers.ColdBytes,
+		Cooled: s.Cooled, Warmed: s.Warmed, MoveFailures: s.Failed,
+		DictionaryBytes: s.DictionaryBytes,
+		SweepSeconds:    s.SweepTime.Seconds(),
+		HotReads:        s.HotReads, PlainDecodes: s.PlainDecodes, ColdDecodes: s.ColdDecodes,
+	}
 }

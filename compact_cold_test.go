@@ -122,12 +122,20 @@ func TestInformerColdTierSweeps(t *testing.T) {
 			synctest.Wait()
 		}
 		assert.Equal(t, form.ColdCounts{Cooled: uint64(len(names))}, f.ColdCounts())
+		state := informerState{inf.(*sharedIndexInformer)}
+		stats := state.Storage()
+		assert.Equal(t, len(names), stats.ColdObjects, "as of the last sweep")
+		assert.Zero(t, stats.PlainObjects)
+		assert.Positive(t, stats.ColdBytes)
+		assert.Positive(t, stats.DictionaryBytes)
+		assert.Zero(t, stats.ColdDecodes)
 		for key, pod := range want {
 			got, ok, err := inf.GetIndexer().GetByKey(key)
 			require.NoError(t, err)
 			require.True(t, ok)
 			assert.True(t, equality.Semantic.DeepEqual(pod, got), key)
 		}
+		assert.Equal(t, uint64(len(names)), state.Storage().ColdDecodes)
 		stop()
 	})
 	goleak.VerifyNone(t)

@@ -149,6 +149,9 @@ type InformerState interface {
 	IsStopped() bool
 	// CachedObjects is how many objects the informer's cache holds.
 	CachedObjects() int
+	// Storage is what the informer's compact storage holds and has done,
+	// by tier; zero when it keeps objects decoded.
+	Storage() StorageStats
 }
 
 // observeInformerState hands s to the metrics provider when its identity is
@@ -170,6 +173,9 @@ func (st informerState) IsStopped() bool { return st.s.IsStopped() }
 
 // CachedObjects counts without listing.
 func (st informerState) CachedObjects() int { return st.s.indexer.storage.Len() }
+
+// Storage reads the compact form's counters, kept as it works.
+func (st informerState) Storage() StorageStats { return st.s.indexer.storageStats() }
 
 // NewDerivedInformerName reserves a name for informers whose builder was given none but
 // knows what they are, such as a factory without WithInformerName, so that they publish

@@ -47,6 +47,9 @@ type cache struct {
 	provider    InformerMetricsProvider
 	withMetrics bool
 	form        form.Form
+	// compact is form when it is compact storage, for its statistics; nil
+	// otherwise.
+	compact *form.Compact
 }
 
 var (

@@ -126,6 +126,9 @@ type steadyReport struct {
 	GCCycles     uint64
 	AllocBytes   uint64
 	AllocObjects uint64
+	// EndLive is the live heap after the phase and a forced GC: with a
+	// cold tier, what the objects left untouched cost once cold.
+	EndLive uint64
 }
 
 // runInformer is the informer role: sync, report, then measure between the
@@ -183,8 +186,10 @@ func runInformer(c config) error {
 		return fmt.Errorf("expected stop, got %q", in.Text())
 	}
 	s1, e1 := sample(), h.events()
+	runtime.GC()
+	runtime.GC()
 	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu, GCSec: s1.gc - s0.gc, GCCycles: s1.cycles - s0.cycles,
-		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects})
+		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: sample().live})
 }
 
 // counters are the process's CPU time and allocation counters at one moment.

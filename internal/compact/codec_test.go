@@ -243,7 +243,7 @@ func TestDecodeRejectsBadData(t *testing.T) {
 	_, err = c.Decode(mustEncoding(t, 0, 0, []byte{0xff, 0xff}))
 	assert.Error(t, err)
 	_, err = c.Decode(mustEncoding(t, flagCompressed, 0, []byte{1, 2}))
-	assert.ErrorContains(t, err, "no compressor")
+	assert.ErrorIs(t, err, errNoDictionary, "without a Compressor, compressed means cold")
 	_, err = c.Decode(mustEncoding(t, 0, 3, []byte{1, 2}))
 	assert.ErrorIs(t, err, ErrWrongType, "another codec's tag")
 

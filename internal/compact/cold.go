@@ -31,13 +31,14 @@ func (c *Codec) HasDictionary() bool { return c.dict.Load() != nil }
 
 // MakeDictionary makes the codec's dictionary from samples, typical
 // encodings of its own, most typical first (coldtier.Train), unless it has
-// one already; size 0 is coldtier.DefaultSize.
-func (c *Codec) MakeDictionary(samples []Encoding, size int) error {
+// one already; size 0 is coldtier.DefaultSize. It returns the size of the
+// dictionary it made, 0 if none.
+func (c *Codec) MakeDictionary(samples []Encoding, size int) (int, error) {
 	if c.compressor != nil {
-		return errors.New("compact: a codec with a Compressor has no cold tier")
+		return 0, errors.New("compact: a codec with a Compressor has no cold tier")
 	}
 	if c.HasDictionary() {
-		return nil
+		return 0, nil
 	}
 	bodies := make([][]byte, 0, len(samples))
 	for _, e := range samples {
@@ -47,12 +48,13 @@ func (c *Codec) MakeDictionary(samples []Encoding, size int) error {
 	}
 	d, err := coldtier.Train(bodies, size)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !c.dict.CompareAndSwap(nil, d) {
 		d.Close()
+		return 0, nil
 	}
-	return nil
+	return d.Size(), nil
 }
 
 // Cool returns e compressed with the codec's dictionary, and false when

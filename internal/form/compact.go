@@ -33,6 +33,8 @@ type Compact struct {
 	labels *heldLabels
 	// cold is nil without a cold tier (NewColdCompact).
 	cold *coldTier
+	// reads counts the views, by how they were answered (Stats).
+	reads struct{ hot, plain, cold atomic.Uint64 }
 }
 
 // NewCompact returns a compact form whose hot cache keeps up to
@@ -148,6 +150,7 @@ func (f *Compact) View(key string, held any, keep bool) (any, error) {
 	}
 	if f.hot != nil {
 		if obj, ok := f.hot.Get(key, e.Identity()); ok {
+			f.reads.hot.Add(1)
 			return obj, nil
 		}
 	}
@@ -172,11 +175,16 @@ func (f *Compact) Labels(key string, held any) (*labelset.Set, bool) {
 	return f.labels.get(key, e)
 }
 
-// decode decodes e with the codec that made it.
+// decode decodes e with the codec that made it, counted by e's tier.
 func (f *Compact) decode(e compact.Encoding) (runtime.Object, error) {
 	codec, err := f.codecOf(e)
 	if err != nil {
 		return nil, err
+	}
+	if codec.Cold(e) {
+		f.reads.cold.Add(1)
+	} else {
+		f.reads.plain.Add(1)
 	}
 	return codec.Decode(e)
 }

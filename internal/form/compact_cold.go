@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
@@ -41,6 +42,24 @@ type ColdCounts struct {
 	Cooled, Warmed, Failed uint64
 }
 
+// Tiers is what a sweep found: the objects and encoded bytes of each tier
+// once its moves were made (a move that lost to a write still counts).
+type Tiers struct {
+	PlainObjects, ColdObjects int
+	PlainBytes, ColdBytes     int64
+}
+
+// add counts one encoding of the tier cold says.
+func (t *Tiers) add(e compact.Encoding, cold bool) {
+	if cold {
+		t.ColdObjects++
+		t.ColdBytes += int64(e.Len())
+		return
+	}
+	t.PlainObjects++
+	t.PlainBytes += int64(e.Len())
+}
+
 // coldTier is a compact form's cold tier. Only a sweep calls into it, but
 // several stores' sweeps may share nothing else, so samples has a lock.
 type coldTier struct {
@@ -48,6 +67,10 @@ type coldTier struct {
 
 	mu      sync.Mutex
 	samples map[*compact.Codec]map[string]compact.Encoding // by key, per codec without a dictionary yet
+	sweep   Tiers                                          // the sweep under way
+	last    Tiers                                          // the last sweep's, once ended
+	dicts   int                                            // bytes of the dictionaries made
+	swept   time.Duration                                  // the time sweeps took
 
 	cooled, warmed, failed atomic.Uint64
 }
@@ -74,6 +97,16 @@ func (f *Compact) Retier(key string, held any) (any, bool) {
 	if err != nil {
 		return nil, false
 	}
+	next, moved := f.retier(codec, key, e)
+	if !moved {
+		next = e
+	}
+	f.cold.tally(next, codec.Cold(next))
+	return next, moved
+}
+
+// retier is Retier of key's e, made by codec.
+func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding) (compact.Encoding, bool) {
 	touched := f.labels.untouch(key, e)
 	switch cold := codec.Cold(e); {
 	case touched && cold:
@@ -82,29 +115,48 @@ func (f *Compact) Retier(key string, held any) (any, bool) {
 	case !touched && !cold:
 		if !codec.HasDictionary() {
 			f.cold.sample(codec, key, e)
-			return nil, false
+			return e, false
 		}
 		next, smaller, err := codec.Cool(e)
 		if err == nil && !smaller {
-			return nil, false
+			return e, false
 		}
 		return f.moved(key, e, next, err, &f.cold.cooled)
 	}
-	return nil, false
+	return e, false
 }
 
 // moved finishes a move of key from e to next: the key's labels follow
 // next and count is counted; a failure is reported, without the object's
 // contents, and e stays.
-func (f *Compact) moved(key string, e, next compact.Encoding, err error, count *atomic.Uint64) (any, bool) {
+func (f *Compact) moved(key string, e, next compact.Encoding, err error, count *atomic.Uint64) (compact.Encoding, bool) {
 	if err != nil {
 		f.cold.failed.Add(1)
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not move an object, left as it is", "key", key)
-		return nil, false
+		return e, false
 	}
 	f.labels.rekey(key, e, next)
 	count.Add(1)
 	return next, true
+}
+
+// tally counts e, of the tier cold says, in the sweep under way.
+func (t *coldTier) tally(e compact.Encoding, cold bool) {
+	t.mu.Lock()
+	t.sweep.add(e, cold)
+	t.mu.Unlock()
+}
+
+// SweepEnded publishes the tiers the sweep just ended found (Stats),
+// counts the time it took, and starts the next count.
+func (f *Compact) SweepEnded(took time.Duration) {
+	if f.cold == nil {
+		return
+	}
+	f.cold.mu.Lock()
+	f.cold.last, f.cold.sweep = f.cold.sweep, Tiers{}
+	f.cold.swept += took
+	f.cold.mu.Unlock()
 }
 
 // sample keeps key's e for codec's dictionary, and makes it once there
@@ -127,9 +179,11 @@ func (t *coldTier) sample(codec *compact.Codec, key string, e compact.Encoding) 
 	for _, k := range slices.Sorted(maps.Keys(s)) { // the same dictionary every run
 		samples = append(samples, s[k])
 	}
-	if err := codec.MakeDictionary(samples, t.cfg.DictionarySize); err != nil {
+	size, err := codec.MakeDictionary(samples, t.cfg.DictionarySize)
+	if err != nil {
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not make a dictionary; objects stay uncompressed")
 	}
+	t.dicts += size
 }
 
 // ColdCounts returns the cold tier's counts; zero without one.
@@ -138,4 +192,35 @@ func (f *Compact) ColdCounts() ColdCounts {
 		return ColdCounts{}
 	}
 	return ColdCounts{Cooled: f.cold.cooled.Load(), Warmed: f.cold.warmed.Load(), Failed: f.cold.failed.Load()}
+}
+
+// Stats is what the form holds and has done, for metrics.
+type Stats struct {
+	ColdCounts
+	// Tiers is as of the last sweep; zero without a cold tier or before
+	// the first sweep ended.
+	Tiers Tiers
+	// DictionaryBytes is the size of the dictionaries made.
+	DictionaryBytes int
+	// SweepTime is the time the sweeps took.
+	SweepTime time.Duration
+	// HotReads are the reads the hot cache answered; PlainDecodes and
+	// ColdDecodes the reads that decoded, by the tier of what they read.
+	HotReads, PlainDecodes, ColdDecodes uint64
+}
+
+// Stats returns the form's Stats.
+func (f *Compact) Stats() Stats {
+	s := Stats{
+		ColdCounts:   f.ColdCounts(),
+		HotReads:     f.reads.hot.Load(),
+		PlainDecodes: f.reads.plain.Load(),
+		ColdDecodes:  f.reads.cold.Load(),
+	}
+	if f.cold != nil {
+		f.cold.mu.Lock()
+		s.Tiers, s.DictionaryBytes, s.SweepTime = f.cold.last, f.cold.dicts, f.cold.swept
+		f.cold.mu.Unlock()
+	}
+	return s
 }

@@ -22,6 +22,27 @@ var (
 			"It keeps rising while a watch is stalled; absent until the first.", informerLabels, nil)
 )
 
+// The compact storage series, read with the state gauges; only informers with compact
+// storage have them.
+var (
+	tierObjectsDesc = prometheus.NewDesc("openinformer_storage_objects",
+		"Objects in the informer's compact storage by tier (plain or cold), as of the cold tier's last sweep.",
+		append(informerLabels[:len(informerLabels):len(informerLabels)], "tier"), nil)
+	tierBytesDesc = prometheus.NewDesc("openinformer_storage_bytes",
+		"Encoded bytes in the informer's compact storage by tier (plain or cold), as of the cold tier's last sweep.",
+		append(informerLabels[:len(informerLabels):len(informerLabels)], "tier"), nil)
+	tierMovesDesc = prometheus.NewDesc("openinformer_storage_tier_moves_total",
+		"Objects the cold tier moved, by direction (cooled, warmed) or failed.",
+		append(informerLabels[:len(informerLabels):len(informerLabels)], "move"), nil)
+	readsDesc = prometheus.NewDesc("openinformer_storage_reads_total",
+		"Reads of compact storage by how they were answered: hot (the hot cache), plain or cold (a decode of that tier).",
+		append(informerLabels[:len(informerLabels):len(informerLabels)], "answer"), nil)
+	dictionaryBytesDesc = prometheus.NewDesc("openinformer_storage_dictionary_bytes",
+		"Size of the cold tier's compression dictionaries.", informerLabels, nil)
+	sweepSecondsDesc = prometheus.NewDesc("openinformer_storage_sweep_seconds_total",
+		"Time the cold tier's background sweeps took.", informerLabels, nil)
+)
+
 // stateCollectorName is the key of the state collector among m's collectors.
 const stateCollectorName = "openinformer_informer_state"
 
@@ -87,6 +108,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- syncedDesc
 	ch <- cachedObjectsDesc
 	ch <- lastEventAgeDesc
+	for _, d := range []*prometheus.Desc{tierObjectsDesc, tierBytesDesc, tierMovesDesc, readsDesc, dictionaryBytesDesc, sweepSecondsDesc} {
+		ch <- d
+	}
 }
 
 // Collect reads every live observed informer.
@@ -108,7 +132,35 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if at := c.lastEvents[k].Load(); at != 0 {
 			ch <- prometheus.MustNewConstMetric(lastEventAgeDesc, prometheus.GaugeValue, now.Sub(time.Unix(0, at)).Seconds(), inf.values...)
 		}
+		collectStorage(ch, inf.state.Storage(), inf.values)
 	}
+}
+
+// collectStorage sends an informer's compact storage series; none when it keeps objects
+// decoded (nothing read or stored encoded).
+func collectStorage(ch chan<- prometheus.Metric, s cache.StorageStats, values []string) {
+	if s == (cache.StorageStats{}) {
+		return
+	}
+	with := func(v string) []string { return append(values[:len(values):len(values)], v) }
+	gauge := func(d *prometheus.Desc, v float64, labels []string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels []string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(tierObjectsDesc, float64(s.PlainObjects), with("plain"))
+	gauge(tierObjectsDesc, float64(s.ColdObjects), with("cold"))
+	gauge(tierBytesDesc, float64(s.PlainBytes), with("plain"))
+	gauge(tierBytesDesc, float64(s.ColdBytes), with("cold"))
+	counter(tierMovesDesc, float64(s.Cooled), with("cooled"))
+	counter(tierMovesDesc, float64(s.Warmed), with("warmed"))
+	counter(tierMovesDesc, float64(s.MoveFailures), with("failed"))
+	counter(readsDesc, float64(s.HotReads), with("hot"))
+	counter(readsDesc, float64(s.PlainDecodes), with("plain"))
+	counter(readsDesc, float64(s.ColdDecodes), with("cold"))
+	gauge(dictionaryBytesDesc, float64(s.DictionaryBytes), values)
+	counter(sweepSecondsDesc, s.SweepSeconds, values)
 }
 
 // stampedGauge is the store's resource-version gauge, which the store sets each time it applies

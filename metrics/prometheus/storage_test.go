@@ -1,0 +1,84 @@
+package prometheus
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	cache "github.com/openinformer/cache"
+)
+
+// storageState is an informer state with fixed storage statistics.
+type storageState struct{ stats cache.StorageStats }
+
+func (storageState) HasSynced() bool               { return true }
+func (storageState) IsStopped() bool               { return false }
+func (storageState) CachedObjects() int            { return 30 }
+func (s storageState) Storage() cache.StorageStats { return s.stats }
+
+var storageNames = []string{"openinformer_storage_objects", "openinformer_storage_bytes", "openinformer_storage_tier_moves_total",
+	"openinformer_storage_reads_total", "openinformer_storage_dictionary_bytes", "openinformer_storage_sweep_seconds_total"}
+
+// An informer with compact storage publishes its tiers, moves, reads and sweeps; one that keeps
+// objects decoded publishes none of them.
+func TestStorageSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	id := podsID(t)
+	m.ObserveInformerState(id, storageState{})
+	n, err := testutil.GatherAndCount(reg, storageNames...)
+	require.NoError(t, err)
+	require.Zero(t, n, "no series without compact storage")
+
+	m.ObserveInformerState(id, storageState{cache.StorageStats{
+		PlainObjects: 10, ColdObjects: 20, PlainBytes: 30000, ColdBytes: 5000,
+		Cooled: 25, Warmed: 5, MoveFailures: 1, DictionaryBytes: 65536, SweepSeconds: 0.25,
+		HotReads: 7, PlainDecodes: 8, ColdDecodes: 9,
+	}})
+	base := map[string]string{"group": "", "name": "pods-informer", "resource": "pods", "version": "v1"}
+	// l renders the informer's labels and one more, sorted as the registry writes them.
+	l := func(kv ...string) string {
+		all := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			all[kv[i]] = kv[i+1]
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(all)) {
+			parts = append(parts, fmt.Sprintf("%s=%q", k, all[k]))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	want := `
+# HELP openinformer_storage_bytes Encoded bytes in the informer's compact storage by tier (plain or cold), as of the cold tier's last sweep.
+# TYPE openinformer_storage_bytes gauge
+openinformer_storage_bytes` + l("tier", "cold") + ` 5000
+openinformer_storage_bytes` + l("tier", "plain") + ` 30000
+# HELP openinformer_storage_dictionary_bytes Size of the cold tier's compression dictionaries.
+# TYPE openinformer_storage_dictionary_bytes gauge
+openinformer_storage_dictionary_bytes` + l() + ` 65536
+# HELP openinformer_storage_objects Objects in the informer's compact storage by tier (plain or cold), as of the cold tier's last sweep.
+# TYPE openinformer_storage_objects gauge
+openinformer_storage_objects` + l("tier", "cold") + ` 20
+openinformer_storage_objects` + l("tier", "plain") + ` 10
+# HELP openinformer_storage_reads_total Reads of compact storage by how they were answered: hot (the hot cache), plain or cold (a decode of that tier).
+# TYPE openinformer_storage_reads_total counter
+openinformer_storage_reads_total` + l("answer", "cold") + ` 9
+openinformer_storage_reads_total` + l("answer", "hot") + ` 7
+openinformer_storage_reads_total` + l("answer", "plain") + ` 8
+# HELP openinformer_storage_sweep_seconds_total Time the cold tier's background sweeps took.
+# TYPE openinformer_storage_sweep_seconds_total counter
+openinformer_storage_sweep_seconds_total` + l() + ` 0.25
+# HELP openinformer_storage_tier_moves_total Objects the cold tier moved, by direction (cooled, warmed) or failed.
+# TYPE openinformer_storage_tier_moves_total counter
+openinformer_storage_tier_moves_total` + l("move", "cooled") + ` 25
+openinformer_storage_tier_moves_total` + l("move", "failed") + ` 1
+openinformer_storage_tier_moves_total` + l("move", "warmed") + ` 5
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), storageNames...))
+}
