@@ -109,6 +109,16 @@ func newLeanInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
 	})
 }
 
+// newColdInformer compresses pods nobody read or wrote for five minutes
+// (README "Memory", the cold tier).
+func newColdInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
+		Indexers:           cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		Compact:            &cache.CompactOptions{HotObjects: cache.DefaultHotObjects, ColdAfter: 5 * time.Minute},
+		StripManagedFields: true,
+	})
+}
+
 // newInformerWithEveryOption spells out every SharedIndexInformerOptions
 // field at its zero value, with what that value means.
 func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInformer {
@@ -125,7 +135,7 @@ func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInforme
 		HandlerMetricsProvider:            nil,   // the process-wide one (SetHandlerMetricsProvider), by default none
 		SlowHandlerThreshold:              0,     // no lag warning; cache.DefaultSlowHandlerThreshold (10 s) turns it on
 		StripManagedFields:                false, // objects cached with their managedFields
-		Compact:                           nil,   // objects cached decoded
+		Compact:                           nil,   // objects cached decoded (CompactOptions.ColdAfter: the cold tier)
 		Snapshot:                          nil,   // no warm restarts: every start syncs from the server (docs/RESTART.md)
 	})
 }
@@ -168,6 +178,7 @@ func Example_readme() {
 	_ = trimAndWatch
 	_ = newBoundedInformer
 	_ = newLeanInformer
+	_ = newColdInformer
 	_ = newInformerWithEveryOption
 	_ = newRestartableInformer
 	_ = newRestartableFactory
