@@ -9,8 +9,19 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 )
 
-// eventHandlerName names a handler for logs, lag metrics and sync checkers,
-// exactly as client-go would. Function adapters (ours, or client-go's when
+// NamedEventHandler is a handler that names itself in logs, handler lag
+// metrics and sync checkers. Without it a handler is named after its type,
+// as client-go names it, so every handler of one type (every
+// controller-runtime controller's, say) shares one name and one metrics
+// series. An empty name falls back to the type's.
+type NamedEventHandler interface {
+	ResourceEventHandler
+	// EventHandlerName is the handler's name; it must not change.
+	EventHandlerName() string
+}
+
+// eventHandlerName names a handler for logs, lag metrics and sync checkers:
+// by its own name if it has one, else exactly as client-go would. Function adapters (ours, or client-go's when
 // a caller mixes the two packages) are named after where their functions
 // are defined; other handlers after their (dereferenced) type, this
 // package's types under client-go's package path; anything unnamed falls
@@ -19,6 +30,13 @@ func eventHandlerName(h ResourceEventHandler) string {
 	var name string
 	switch h := h.(type) {
 	case nil:
+	case NamedEventHandler:
+		if rv := reflect.ValueOf(h); rv.Kind() != reflect.Pointer || !rv.IsNil() {
+			name = h.EventHandlerName() // a nil pointer is named by its type, not asked
+		}
+		if name == "" {
+			name = namedTypeOf(h)
+		}
 	case ResourceEventHandlerFuncs:
 		name = funcsQualifiedName(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
 	case *ResourceEventHandlerFuncs:

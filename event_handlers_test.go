@@ -97,6 +97,14 @@ func TestH2_FilteringWithNilFieldsDoesNotPanic(t *testing.T) {
 
 type nameTestHandler struct{}
 
+// selfNamed names itself.
+type selfNamed struct {
+	nameTestHandler
+	name string
+}
+
+func (h *selfNamed) EventHandlerName() string { return h.name }
+
 func (nameTestHandler) OnAdd(interface{}, bool)           {}
 func (nameTestHandler) OnUpdate(interface{}, interface{}) {}
 func (nameTestHandler) OnDelete(interface{})              {}
@@ -122,6 +130,9 @@ func TestI11_HandlerNames(t *testing.T) {
 		"nil":            {nil, "<nil>"},
 		"storedNil":      {(*nameTestHandler)(nil), "*cache.nameTestHandler"},
 		"clientgoFilter": {clientcache.FilteringResourceEventHandler{}, "k8s.io/client-go/tools/cache.FilteringResourceEventHandler"},
+		"selfNamed":      {&selfNamed{name: "replicaset-controller"}, "replicaset-controller"},
+		"selfNamedEmpty": {&selfNamed{}, pkg + ".selfNamed"},
+		"selfNamedNil":   {(*selfNamed)(nil), "*cache.selfNamed"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, tc.want, eventHandlerName(tc.h))

@@ -43,7 +43,14 @@ type informerEntry struct {
 	informer cache.SharedIndexInformer
 	reader   *reader
 	name     *cache.InformerName
+	names    handlerNames       // of the handlers added through handed
 	cancel   context.CancelFunc // set once started; stops this informer alone
+}
+
+// handed is the informer as controller-runtime gets it: its handlers are
+// named apart (handlernames.go).
+func (e *informerEntry) handed() crcache.Informer {
+	return namingInformer{SharedIndexInformer: e.informer, names: &e.names}
 }
 
 // informers is controller-runtime's informer map for one leaf: one

@@ -99,7 +99,7 @@ func (c *leafCache) GetInformer(ctx context.Context, obj client.Object, opts ...
 	if err != nil {
 		return nil, err
 	}
-	return e.informer, nil
+	return e.handed(), nil
 }
 
 // GetInformerForKind implements crcache.Informers.
@@ -112,7 +112,7 @@ func (c *leafCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVers
 	if err != nil {
 		return nil, err
 	}
-	return e.informer, nil
+	return e.handed(), nil
 }
 
 // blockUntilSynced is the BlockUntilSynced option, true by default.

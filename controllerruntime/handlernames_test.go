@@ -1,0 +1,86 @@
+package crcache
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	cache "github.com/openinformer/cache"
+	corev1 "k8s.io/api/core/v1"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// handlerSeries records the handler names each informer's series are made
+// for.
+type handlerSeries struct {
+	mu    sync.Mutex
+	names []string
+}
+
+type noop struct{}
+
+func (noop) Set(float64) {}
+func (noop) Inc()        {}
+
+func (s *handlerSeries) NewPendingNotificationsMetric(_ cache.InformerNameAndResource, handler string) cache.GaugeMetric {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names = append(s.names, handler)
+	return noop{}
+}
+
+func (s *handlerSeries) NewOldestPendingAgeMetric(cache.InformerNameAndResource, string) cache.GaugeMetric {
+	return noop{}
+}
+
+func (s *handlerSeries) NewBacklogCollapsesMetric(cache.InformerNameAndResource, string) cache.CounterMetric {
+	return noop{}
+}
+
+func (s *handlerSeries) sorted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(slices.Values(s.names))
+}
+
+// Handlers added to one informer get their own series: by controller
+// through ForController, else "handler", made unique in registration
+// order; removing one still works, and a nil handler is still refused.
+func TestHandlerNames(t *testing.T) {
+	series := &handlerSeries{}
+	c := startCache(t, newPodServer(t, pod("a", "p", nil)), crcache.Options{}, Options{HandlerMetrics: series}, &corev1.Pod{})
+	ctx := context.Background()
+	add := func(from crcache.Cache) cache.ResourceEventHandlerRegistration {
+		t.Helper()
+		inf, err := from.GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{}, cache.HandlerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	add(c)
+	add(c)
+	add(ForController(c, "replicaset"))
+	reg := add(ForController(c, "replicaset"))
+	add(ForController(c, "endpoints"))
+	want := []string{"endpoints", "handler", "handler#2", "replicaset", "replicaset#2"}
+	if got := series.sorted(); !slices.Equal(got, want) {
+		t.Errorf("handler series: %q, want %q", got, want)
+	}
+
+	inf, err := ForController(c, "replicaset").GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.RemoveEventHandler(reg); err != nil {
+		t.Errorf("RemoveEventHandler: %v", err)
+	}
+	if _, err := inf.AddEventHandler(nil); err == nil {
+		t.Error("a nil handler was accepted")
+	}
+}
