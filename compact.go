@@ -1,12 +1,9 @@
 package cache
 
 import (
-	"context"
 	"time"
 
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
-
+	"github.com/openinformer/cache/compactstats"
 	"github.com/openinformer/cache/internal/form"
 )
 
@@ -51,9 +48,11 @@ func NewCompactIndexer(keyFunc KeyFunc, indexers Indexers, opts CompactOptions, 
 
 // storeOption turns compact storage on in a store.
 func (o CompactOptions) storeOption() StoreOption {
-	f := form.NewCompact(o.HotObjects)
+	var f *form.Compact
 	if o.ColdAfter > 0 {
 		f = form.NewColdCompact(o.HotObjects, form.Cold{})
+	} else {
+		f = form.NewCompact(o.HotObjects)
 	}
 	return func(c *cache) { c.form, c.compact = f, f }
 }
@@ -66,27 +65,6 @@ func coldSweepPeriod(o *CompactOptions) time.Duration {
 	return max(o.ColdAfter, MinColdAfter)
 }
 
-// runColdSweeps sweeps c every period until ctx ends: the cold tier's
-// background work, owned by the informer's Run.
-func runColdSweeps(ctx context.Context, clk clock.Clock, c *cache, period time.Duration) {
-	logger := klog.FromContext(ctx)
-	t := clk.NewTimer(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		start := clk.Now()
-		moved := c.storage.Sweep(ctx)
-		took := clk.Since(start)
-		c.compact.SweepEnded(took)
-		logger.V(4).Info("Cold tier swept", "moved", moved, "duration", took)
-		t.Reset(period)
-	}
-}
-
 // compactStoreOptions is the store option of an informer's
 // SharedIndexInformerOptions.Compact: none when it is nil.
 func compactStoreOptions(o *CompactOptions) []StoreOption {
@@ -96,40 +74,11 @@ func compactStoreOptions(o *CompactOptions) []StoreOption {
 	return []StoreOption{o.storeOption()}
 }
 
-// StorageStats is what an informer's compact storage holds and has done;
-// zero for an informer that keeps objects decoded. Metrics providers read
-// it through InformerState.
-type StorageStats struct {
-	// PlainObjects and ColdObjects, and their encoded bytes, are as of the
-	// last sweep of the cold tier (CompactOptions.ColdAfter): zero without
-	// one or before the first sweep ended.
-	PlainObjects, ColdObjects int
-	PlainBytes, ColdBytes     int64
-	// Cooled and Warmed count the objects compressed and uncompressed
-	// again; MoveFailures the moves that failed, leaving the object as it
-	// was (each is logged).
-	Cooled, Warmed, MoveFailures uint64
-	// DictionaryBytes is the size of the cold tier's dictionaries.
-	DictionaryBytes int
-	// SweepSeconds is the time the cold tier's sweeps took.
-	SweepSeconds float64
-	// HotReads are the reads the hot cache answered; PlainDecodes and
-	// ColdDecodes the reads that decoded an object, by its tier.
-	HotReads, PlainDecodes, ColdDecodes uint64
-}
-
-// storageStats reads c's StorageStats.
-func (c *cache) storageStats() StorageStats {
+// storageStats reads c's compact storage statistics; zero for the
+// default form.
+func (c *cache) storageStats() compactstats.Stats {
 	if c.compact == nil {
-		return StorageStats{}
+		return compactstats.Stats{}
 	}
-	s := c.compact.Stats()
-	return StorageStats{
-		PlainObjects: s.Tiers.PlainObjects, ColdObjects: s.Tiers.ColdObjects,
-		PlainBytes: s.Tiers.PlainBytes, ColdBytes: s.Tiers.ColdBytes,
-		Cooled: s.Cooled, Warmed: s.Warmed, MoveFailures: s.Failed,
-		DictionaryBytes: s.DictionaryBytes,
-		SweepSeconds:    s.SweepTime.Seconds(),
-		HotReads:        s.HotReads, PlainDecodes: s.PlainDecodes, ColdDecodes: s.ColdDecodes,
-	}
+	return c.compact.Stats()
 }

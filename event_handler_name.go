@@ -3,10 +3,10 @@ package cache
 import (
 	"fmt"
 	"reflect"
-	"runtime"
-	"strings"
 
 	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/openinformer/cache/internal/handlername"
 )
 
 // NamedEventHandler is a handler that names itself in logs, handler lag
@@ -38,16 +38,16 @@ func eventHandlerName(h ResourceEventHandler) string {
 			name = namedTypeOf(h)
 		}
 	case ResourceEventHandlerFuncs:
-		name = funcsQualifiedName(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
 	case *ResourceEventHandlerFuncs:
 		if h != nil {
-			name = funcsQualifiedName(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+			name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
 		}
 	case clientcache.ResourceEventHandlerFuncs:
-		name = funcsQualifiedName(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
 	case *clientcache.ResourceEventHandlerFuncs:
 		if h != nil {
-			name = funcsQualifiedName(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+			name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
 		}
 	default:
 		name = namedTypeOf(h)
@@ -58,23 +58,10 @@ func eventHandlerName(h ResourceEventHandler) string {
 	return name
 }
 
-// namedTypeOf returns "pkgpath.TypeName" of v, looking through a non-nil
-// pointer; "" when the type has neither. This package's handler types
-// answer with client-go's path, since log scrapers and dashboards keyed on
-// client-go's names must keep working after the import swap.
+// namedTypeOf returns "pkgpath.TypeName" of v (see handlername.Type), this
+// package's handler types under client-go's path.
 func namedTypeOf(v interface{}) string {
-	t := reflect.TypeOf(v)
-	if rv := reflect.ValueOf(v); t.Kind() == reflect.Pointer && !rv.IsNil() {
-		t = t.Elem()
-	}
-	pkg := t.PkgPath()
-	if pkg == "" {
-		return t.Name()
-	}
-	if base, _, _ := strings.Cut(t.Name(), "["); pkg == thisPackagePath && clientGoHandlerTypes[base] {
-		pkg = clientGoCachePath
-	}
-	return pkg + "." + t.Name()
+	return handlername.Type(v, thisPackagePath, clientGoCachePath, clientGoHandlerTypes)
 }
 
 // clientGoHandlerTypes are this package's handler types (generic ones
@@ -93,59 +80,7 @@ var (
 	clientGoCachePath = reflect.TypeOf(clientcache.ResourceEventHandlerFuncs{}).PkgPath()
 )
 
-// funcsQualifiedName returns the qualifier (symbol name minus its last
-// element) shared by all non-nil functions, or their full symbol names
-// joined by "+" when they were defined in different places.
-func funcsQualifiedName(fns ...interface{}) string {
-	var names []string
-	qualifier, shared := "", true
-	for _, fn := range fns {
-		name := funcSymbolName(fn)
-		if name == "" {
-			continue
-		}
-		names = append(names, name)
-		q := name
-		if i := strings.LastIndexByte(q, '.'); i > 0 {
-			q = q[:i]
-		}
-		if qualifier == "" {
-			qualifier = q
-		} else if q != qualifier {
-			shared = false
-		}
-	}
-	if shared {
-		return qualifier
-	}
-	return strings.Join(names, "+")
-}
-
-// funcSymbolName returns the runtime symbol of a function value; "" for a
-// nil function.
-func funcSymbolName(fn interface{}) string {
-	v := reflect.ValueOf(fn)
-	if !v.IsValid() || v.IsNil() {
-		return ""
-	}
-	if f := runtime.FuncForPC(v.Pointer()); f != nil {
-		return f.Name()
-	}
-	return ""
-}
-
-// isNilHandler reports whether h is nil or a nil pointer to a type whose
-// methods have value receivers: such a handler can never be called without
-// panicking, so it is refused up front like an untyped nil. Nil pointers to
-// types with pointer-receiver methods stay valid, as in client-go.
-func isNilHandler(h ResourceEventHandler) bool {
-	if h == nil {
-		return true
-	}
-	v := reflect.ValueOf(h)
-	if v.Kind() != reflect.Pointer || !v.IsNil() {
-		return false
-	}
-	_, valueReceiver := v.Type().Elem().MethodByName("OnAdd")
-	return valueReceiver
-}
+// isNilHandler reports whether h can never be called (handlername.Nil), so
+// that it is refused up front like an untyped nil; a nil pointer to a type
+// with pointer-receiver methods stays valid, as in client-go.
+func isNilHandler(h ResourceEventHandler) bool { return handlername.Nil(h, "OnAdd") }

@@ -3,6 +3,8 @@ package cache
 import (
 	"fmt"
 	"sync"
+
+	"github.com/openinformer/cache/compactstats"
 )
 
 // InformerMetricsProvider builds the metrics of an informer's queue and
@@ -151,7 +153,7 @@ type InformerState interface {
 	CachedObjects() int
 	// Storage is what the informer's compact storage holds and has done,
 	// by tier; zero when it keeps objects decoded.
-	Storage() StorageStats
+	Storage() compactstats.Stats
 }
 
 // observeInformerState hands s to the metrics provider when its identity is
@@ -175,7 +177,7 @@ func (st informerState) IsStopped() bool { return st.s.IsStopped() }
 func (st informerState) CachedObjects() int { return st.s.indexer.storage.Len() }
 
 // Storage reads the compact form's counters, kept as it works.
-func (st informerState) Storage() StorageStats { return st.s.indexer.storageStats() }
+func (st informerState) Storage() compactstats.Stats { return st.s.indexer.storageStats() }
 
 // NewDerivedInformerName reserves a name for informers whose builder was given none but
 // knows what they are, such as a factory without WithInformerName, so that they publish

@@ -10,6 +10,7 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
+	"github.com/openinformer/cache/compactstats"
 	"github.com/openinformer/cache/internal/compact"
 )
 
@@ -194,33 +195,17 @@ func (f *Compact) ColdCounts() ColdCounts {
 	return ColdCounts{Cooled: f.cold.cooled.Load(), Warmed: f.cold.warmed.Load(), Failed: f.cold.failed.Load()}
 }
 
-// Stats is what the form holds and has done, for metrics.
-type Stats struct {
-	ColdCounts
-	// Tiers is as of the last sweep; zero without a cold tier or before
-	// the first sweep ended.
-	Tiers Tiers
-	// DictionaryBytes is the size of the dictionaries made.
-	DictionaryBytes int
-	// SweepTime is the time the sweeps took.
-	SweepTime time.Duration
-	// HotReads are the reads the hot cache answered; PlainDecodes and
-	// ColdDecodes the reads that decoded, by the tier of what they read.
-	HotReads, PlainDecodes, ColdDecodes uint64
-}
-
-// Stats returns the form's Stats.
-func (f *Compact) Stats() Stats {
-	s := Stats{
-		ColdCounts:   f.ColdCounts(),
-		HotReads:     f.reads.hot.Load(),
-		PlainDecodes: f.reads.plain.Load(),
-		ColdDecodes:  f.reads.cold.Load(),
-	}
+// Stats returns what the form holds and has done, for metrics.
+func (f *Compact) Stats() compactstats.Stats {
+	c := f.ColdCounts()
+	s := compactstats.Stats{Cooled: c.Cooled, Warmed: c.Warmed, MoveFailures: c.Failed,
+		HotReads: f.reads.hot.Load(), PlainDecodes: f.reads.plain.Load(), ColdDecodes: f.reads.cold.Load()}
 	if f.cold != nil {
 		f.cold.mu.Lock()
-		s.Tiers, s.DictionaryBytes, s.SweepTime = f.cold.last, f.cold.dicts, f.cold.swept
-		f.cold.mu.Unlock()
+		defer f.cold.mu.Unlock()
+		t := f.cold.last
+		s.PlainObjects, s.ColdObjects, s.PlainBytes, s.ColdBytes = t.PlainObjects, t.ColdObjects, t.PlainBytes, t.ColdBytes
+		s.DictionaryBytes, s.SweepSeconds = f.cold.dicts, f.cold.swept.Seconds()
 	}
 	return s
 }

@@ -1,6 +1,12 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
 
 // sweepBatch is how many tier moves one hold of the lock stores: enough to
 // make the lock's cost small per move, few enough that a writer waits
@@ -52,4 +58,26 @@ func (s *Map) applyMoves(batch []move) int {
 		n++
 	}
 	return n
+}
+
+// SweepEvery sweeps every period on clk until ctx ends, telling swept how
+// long each sweep took: the cold tier's background work, run by the
+// informer that owns the store.
+func (s *Map) SweepEvery(ctx context.Context, clk clock.Clock, period time.Duration, swept func(took time.Duration)) {
+	logger := klog.FromContext(ctx)
+	t := clk.NewTimer(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		start := clk.Now()
+		moved := s.Sweep(ctx)
+		took := clk.Since(start)
+		swept(took)
+		logger.V(4).Info("Cold tier swept", "moved", moved, "duration", took)
+		t.Reset(period)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/compactstats"
 )
 
 // The informer state gauges, read from each informer when the registry is scraped.
@@ -138,8 +139,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // collectStorage sends an informer's compact storage series; none when it keeps objects
 // decoded (nothing read or stored encoded).
-func collectStorage(ch chan<- prometheus.Metric, s cache.StorageStats, values []string) {
-	if s == (cache.StorageStats{}) {
+func collectStorage(ch chan<- prometheus.Metric, s compactstats.Stats, values []string) {
+	if s == (compactstats.Stats{}) {
 		return
 	}
 	with := func(v string) []string { return append(values[:len(values):len(values)], v) }

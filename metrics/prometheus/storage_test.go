@@ -11,16 +11,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/compactstats"
 )
 
 // storageState is an informer state with fixed storage statistics.
-type storageState struct{ stats cache.StorageStats }
+type storageState struct{ stats compactstats.Stats }
 
 func (storageState) HasSynced() bool               { return true }
 func (storageState) IsStopped() bool               { return false }
 func (storageState) CachedObjects() int            { return 30 }
-func (s storageState) Storage() cache.StorageStats { return s.stats }
+func (s storageState) Storage() compactstats.Stats { return s.stats }
 
 var storageNames = []string{"openinformer_storage_objects", "openinformer_storage_bytes", "openinformer_storage_tier_moves_total",
 	"openinformer_storage_reads_total", "openinformer_storage_dictionary_bytes", "openinformer_storage_sweep_seconds_total"}
@@ -36,7 +36,7 @@ func TestStorageSeries(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "no series without compact storage")
 
-	m.ObserveInformerState(id, storageState{cache.StorageStats{
+	m.ObserveInformerState(id, storageState{compactstats.Stats{
 		PlainObjects: 10, ColdObjects: 20, PlainBytes: 30000, ColdBytes: 5000,
 		Cooled: 25, Warmed: 5, MoveFailures: 1, DictionaryBytes: 65536, SweepSeconds: 0.25,
 		HotReads: 7, PlainDecodes: 8, ColdDecodes: 9,
