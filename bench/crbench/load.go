@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,49 +29,32 @@ func load(cl client.Client, pods, secrets int, status bool) error {
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
 		return err
 	}
-	return forEach(16, pods+secrets, func(i int) error {
-		if i >= pods {
-			return cl.Create(ctx, benchSecret(i-pods))
-		}
-		p := benchPod(i)
-		if err := cl.Create(ctx, p); err != nil {
-			return err
-		}
-		if !status {
-			return nil
-		}
-		patch, err := json.Marshal(map[string]any{"status": benchStatus(i, p.CreationTimestamp.Time)})
-		if err != nil {
-			return err
-		}
-		return cl.Status().Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubelet"))
-	})
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := 0; i < pods+secrets && ctx.Err() == nil; i++ {
+		g.Go(func() error { return create(ctx, cl, i, pods, status) })
+	}
+	return g.Wait()
 }
 
-// forEach runs fn(0..n-1) on workers goroutines and returns the first
-// error; after one it starts no more.
-func forEach(workers, n int, fn func(i int) error) error {
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var first atomic.Pointer[error]
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				if err := fn(j); err != nil {
-					first.CompareAndSwap(nil, &err)
-				}
-			}
-		})
+// create makes object i: a pod below pods, with its status if asked, then
+// the secrets.
+func create(ctx context.Context, cl client.Client, i, pods int, status bool) error {
+	if i >= pods {
+		return cl.Create(ctx, benchSecret(i-pods))
 	}
-	for j := 0; j < n && first.Load() == nil; j++ {
-		jobs <- j
+	p := benchPod(i)
+	if err := cl.Create(ctx, p); err != nil {
+		return err
 	}
-	close(jobs)
-	wg.Wait()
-	if err := first.Load(); err != nil {
-		return *err
+	if !status {
+		return nil
 	}
-	return nil
+	patch, err := json.Marshal(map[string]any{"status": benchStatus(i, p.CreationTimestamp.Time)})
+	if err != nil {
+		return err
+	}
+	return cl.Status().Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubelet"))
 }
 
 func podName(i int) string { return fmt.Sprintf("pod-%06d", i) }
@@ -190,27 +175,31 @@ func (d *driver) run(stop <-chan struct{}) (sent, failed int64) {
 	}
 	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
-loop:
-	for issued := int64(0); ; {
-		var now time.Time
+	for issued, running := int64(0), true; running; {
 		select {
 		case <-stop:
-			break loop
-		case now = <-tick.C:
-		}
-		for due := int64(now.Sub(start).Seconds() * float64(d.rate)); issued < due; issued++ {
-			// 7919 is prime and no divisor of any pod count used: the
-			// sequence visits every pod before it repeats one.
-			select {
-			case jobs <- d.next * 7919 % d.pods:
-				d.next++
-			default:
-				d.faild.Add(1)
-			}
+			running = false
+		case now := <-tick.C:
+			issued = d.issue(jobs, issued, int64(now.Sub(start).Seconds()*float64(d.rate)))
 		}
 	}
 	tick.Stop()
 	close(jobs)
 	wg.Wait()
 	return d.sent.Load() - s0, d.faild.Load() - f0
+}
+
+// issue queues the updates from issued up to due and returns due. 7919 is
+// prime and no divisor of any pod count used: the sequence visits every
+// pod before it repeats one.
+func (d *driver) issue(jobs chan<- int, issued, due int64) int64 {
+	for ; issued < due; issued++ {
+		select {
+		case jobs <- d.next * 7919 % d.pods:
+			d.next++
+		default:
+			d.faild.Add(1)
+		}
+	}
+	return issued
 }

@@ -35,6 +35,9 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/go-logr/logr"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // groups is how many label groups the pods are spread over: a
@@ -86,6 +89,9 @@ func main() {
 	flag.StringVar(&c.heapProfileDir, "heap-profile", "", "write each child's heap profile at its peak (measure rounds) into this directory")
 	flag.StringVar(&c.gogc, "gogc", "", "GOGC of the children (empty: inherited)")
 	flag.Parse()
+	// controller-runtime's logs (warnings on creates, the children's
+	// managers) are not what is measured.
+	crlog.SetLogger(logr.Discard())
 	var err error
 	if *role == "child" {
 		err = child(c)

@@ -400,15 +400,12 @@ func (b *bench) scrape() (serverCounts, error) {
 	return s, nil
 }
 
-// loadAvg is the 1, 5 and 15 minute load averages.
+// loadAvg is uptime's load averages.
 func loadAvg() string {
-	raw, err := os.ReadFile("/proc/loadavg")
+	out, err := exec.Command("uptime").Output()
 	if err != nil {
 		return "?"
 	}
-	f := strings.Fields(string(raw))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+	_, avg, _ := strings.Cut(strings.TrimSpace(string(out)), "load average: ")
+	return avg
 }
