@@ -173,8 +173,10 @@ func (p *proc) kill() {
 
 // measureRound runs each operator once in measure mode.
 type measureRound struct {
-	starts  []syncReport
-	windows []windowResult
+	starts []syncReport
+	// windows are each child's CPU windows by reconciler: "noop" returns
+	// at once, "get" reads the object from the cache first.
+	windows map[string][]windowResult
 	server  []serverCounts
 	load    string
 }
@@ -194,7 +196,7 @@ func (w windowResult) cpuPerEventMicros() float64 {
 }
 
 func (b *bench) measureRound(round int) (measureRound, error) {
-	var m measureRound
+	m := measureRound{windows: map[string][]windowResult{}}
 	for _, impl := range []string{"controller-runtime", "crcache"} {
 		var extra []string
 		if b.c.heapProfileDir != "" {
@@ -225,27 +227,40 @@ func (b *bench) measureRound(round int) (measureRound, error) {
 			r.AtPeak.AtSeconds, r.AtPeak.HeapMB, r.AtPeak.LiveMB, r.AtPeak.GoalMB, r.AtPeak.GCs, r.AtPeak.Reconciled)
 		m.starts = append(m.starts, r)
 		m.server = append(m.server, srv)
-		if b.c.window > 0 {
-			p.send("window")
-			stop := make(chan struct{})
-			t := time.AfterFunc(b.c.window, func() { close(stop) })
-			sent, failed := b.drv.run(stop)
-			t.Stop()
-			p.send("end")
-			var w windowResult
-			if err := p.read(&w.windowReport); err != nil {
+		for _, reconciler := range []string{"noop", "get"} {
+			if b.c.window <= 0 {
+				break
+			}
+			w, err := b.cpuWindow(p, reconciler)
+			if err != nil {
 				return m, err
 			}
-			w.Sent, w.Failed, w.Load = sent, failed, loadAvg()
-			fmt.Printf("round %d %-18s window %.0fs: %d updates sent (%d failed), %d reconciles, CPU user %.2fs sys %.2fs = %.1f µs/update, allocated %.0f MB, %d GCs; load %s\n",
-				round+1, impl, w.Seconds, w.Sent, w.Failed, w.Reconciles, w.UserCPU, w.SysCPU, w.cpuPerEventMicros(), w.AllocMB, w.GCs, w.Load)
-			m.windows = append(m.windows, w)
+			fmt.Printf("round %d %-18s window %.0fs, %s reconciler: %d updates sent (%d failed), %d reconciles, CPU user %.2fs sys %.2fs = %.1f µs/update, allocated %.0f MB, %d GCs; load %s\n",
+				round+1, impl, w.Seconds, reconciler, w.Sent, w.Failed, w.Reconciles, w.UserCPU, w.SysCPU, w.cpuPerEventMicros(), w.AllocMB, w.GCs, w.Load)
+			m.windows[reconciler] = append(m.windows[reconciler], w)
 		}
 		p.send("stop")
 		_ = p.cmd.Wait()
 	}
 	m.load = loadAvg()
 	return m, nil
+}
+
+// cpuWindow drives the status updates for the window while the child
+// measures its CPU with the reconciler given.
+func (b *bench) cpuWindow(p *proc, reconciler string) (windowResult, error) {
+	var w windowResult
+	p.send("window " + reconciler)
+	stop := make(chan struct{})
+	t := time.AfterFunc(b.c.window, func() { close(stop) })
+	w.Sent, w.Failed = b.drv.run(stop)
+	t.Stop()
+	p.send("end")
+	if err := p.read(&w.windowReport); err != nil {
+		return w, err
+	}
+	w.Load = loadAvg()
+	return w, nil
 }
 
 // restartStart is one start of a restart round.

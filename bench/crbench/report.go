@@ -57,10 +57,14 @@ func report(w io.Writer, c config, measured []measureRound, restarted []restartR
 			row(w, f.name, f.format, pick(measured, func(m measureRound) syncReport { return m.starts[0] }, f.value),
 				pick(measured, func(m measureRound) syncReport { return m.starts[1] }, f.value))
 		}
-		if len(measured[0].windows) == 2 {
+		for _, reconciler := range []string{"noop", "get"} {
+			if len(measured[0].windows[reconciler]) != 2 {
+				continue
+			}
 			for _, f := range windowFigures {
-				row(w, f.name, f.format, pick(measured, func(m measureRound) windowResult { return m.windows[0] }, f.value),
-					pick(measured, func(m measureRound) windowResult { return m.windows[1] }, f.value))
+				name := fmt.Sprintf("%s (%s reconciler, %s)", f.name, reconciler, c.window)
+				row(w, name, f.format, pick(measured, func(m measureRound) windowResult { return m.windows[reconciler][0] }, f.value),
+					pick(measured, func(m measureRound) windowResult { return m.windows[reconciler][1] }, f.value))
 			}
 		}
 		for i, m := range measured {
@@ -92,8 +96,10 @@ func report(w io.Writer, c config, measured []measureRound, restarted []restartR
 
 func windowLoads(m measureRound) string {
 	var l []string
-	for _, w := range m.windows {
-		l = append(l, w.Load)
+	for _, reconciler := range []string{"noop", "get"} {
+		for _, w := range m.windows[reconciler] {
+			l = append(l, reconciler+" "+w.Load)
+		}
 	}
 	return strings.Join(l, " / ")
 }
