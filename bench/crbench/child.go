@@ -38,13 +38,13 @@ type syncReport struct {
 	SyncSeconds, ProcessToSynced, ProcessToFirstReconcile, ProcessToReady float64
 	// CPU is user+sys seconds from the process's start to ready.
 	CPUToReady float64
-	// Heap: PeakHeapMB the most heap object bytes sampled (HeapAlloc)
-	// until synced, PeakLiveMB the most live heap (marked by the last
-	// GC), PeakGoalMB the most heap goal; GCs the cycles until synced.
-	PeakHeapMB, PeakLiveMB, PeakGoalMB float64
-	GCs                                uint64
-	// AtPeak is the state when the heap objects peaked.
-	AtPeak peakState
+	// peaks are from the start until every cache synced.
+	peaks
+	// UntilReconciled are from the start until every object was
+	// reconciled once (measure mode): the controllers' handlers are
+	// added once their informers synced, and each receives an add for
+	// every cached object then.
+	UntilReconciled peaks
 	// Measure mode only.
 	SteadyHeapMB, GetP99Micros, ListP50Micros float64
 	ListMatched, CachedPods                   int
@@ -54,6 +54,16 @@ type syncReport struct {
 	Requests requestCounts
 	// Outcomes are the restart outcomes crcache's informers reported.
 	Outcomes []string
+}
+
+// peaks are the heap's highest samples: PeakHeapMB the heap object bytes
+// (HeapAlloc), PeakLiveMB the live heap (marked by the last GC),
+// PeakGoalMB the heap goal; GCs the cycles so far; AtPeak the state when
+// the heap objects peaked.
+type peaks struct {
+	PeakHeapMB, PeakLiveMB, PeakGoalMB float64
+	GCs                                uint64
+	AtPeak                             peakState
 }
 
 // peakState is the process when its heap objects peaked.
@@ -163,6 +173,7 @@ func child(c config) error {
 	}
 	synced := time.Now()
 	r := syncReport{Impl: c.impl, SyncSeconds: synced.Sub(start).Seconds(), ProcessToSynced: synced.Sub(processStart).Seconds(), CachedPods: cached}
+	r.peaks = sampler.read()
 	for firstReconcile.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -172,10 +183,10 @@ func child(c config) error {
 	r.CPUToReady, _ = cpuSeconds()
 	r.Requests = reqs.snapshot()
 	r.Outcomes = snaps.outcomesSoFar()
-	sampler.stop(&r)
 	out := json.NewEncoder(os.Stdout)
 	in := bufio.NewScanner(os.Stdin)
 	if c.mode == "restart" {
+		sampler.stop()
 		if err := out.Encode(r); err != nil {
 			return err
 		}
@@ -195,6 +206,7 @@ func child(c config) error {
 	for reconciled.Load() < int64(c.pods+c.secrets) && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
+	r.UntilReconciled = sampler.stop()
 	r.SteadyHeapMB = steadyHeapMB()
 	r.GetP99Micros = getP99(ctx, mgr.GetClient(), c.pods)
 	r.ListP50Micros, r.ListMatched = listP50(ctx, mgr.GetClient())
@@ -335,13 +347,22 @@ func startSampler(profilePath string, reconciled *atomic.Int64) *sampler {
 	return s
 }
 
-func (s *sampler) stop(r *syncReport) {
+// read returns the peaks so far.
+func (s *sampler) read() peaks {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return peaks{PeakHeapMB: mb(s.peakHeap), PeakLiveMB: mb(s.peakLive), PeakGoalMB: mb(s.peakGoal), GCs: s.gcs, AtPeak: s.at}
+}
+
+// stop ends the sampling, writes the profile of the peak if asked and
+// returns the peaks.
+func (s *sampler) stop() peaks {
 	close(s.done)
 	<-s.stopped
-	r.PeakHeapMB, r.PeakLiveMB, r.PeakGoalMB, r.GCs, r.AtPeak = mb(s.peakHeap), mb(s.peakLive), mb(s.peakGoal), s.gcs, s.at
 	if s.path != "" && s.profile != nil {
 		_ = os.WriteFile(s.path, s.profile, 0o644)
 	}
+	return s.read()
 }
 
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -223,8 +223,11 @@ func (b *bench) measureRound(round int) (measureRound, error) {
 		fmt.Printf("round %d %-18s synced %.2fs (from process start %.2fs, first reconcile %.2fs), CPU %.2fs, peak heap %.1f MB (live %.1f, goal %.1f, %d GCs), steady %.1f MB, Get p99 %.0fµs, List p50 %.0fµs (%d), requests %+v, server %s; load %s\n",
 			round+1, impl, r.SyncSeconds, r.ProcessToSynced, r.ProcessToFirstReconcile, r.CPUToReady, r.PeakHeapMB, r.PeakLiveMB, r.PeakGoalMB, r.GCs,
 			r.SteadyHeapMB, r.GetP99Micros, r.ListP50Micros, r.ListMatched, r.Requests, srv, loadAvg())
-		fmt.Printf("    at the peak (%.2fs): heap %.1f MB, live %.1f MB, goal %.1f MB, %d GCs, %d reconciled\n",
+		u := r.UntilReconciled
+		fmt.Printf("    at the peak until synced (%.2fs): heap %.1f MB, live %.1f MB, goal %.1f MB, %d GCs, %d reconciled\n",
 			r.AtPeak.AtSeconds, r.AtPeak.HeapMB, r.AtPeak.LiveMB, r.AtPeak.GoalMB, r.AtPeak.GCs, r.AtPeak.Reconciled)
+		fmt.Printf("    until every object reconciled: peak heap %.1f MB (live %.1f, goal %.1f, %d GCs), at %.2fs with %d reconciled\n",
+			u.PeakHeapMB, u.PeakLiveMB, u.PeakGoalMB, u.GCs, u.AtPeak.AtSeconds, u.AtPeak.Reconciled)
 		m.starts = append(m.starts, r)
 		m.server = append(m.server, srv)
 		for _, reconciler := range []string{"noop", "get"} {

@@ -19,6 +19,8 @@ var measureFigures = []figure[syncReport]{
 	{"peak heap MB (heap objects, start to synced)", "%.0f", func(r syncReport) float64 { return r.PeakHeapMB }},
 	{"peak live heap MB (marked by a GC)", "%.0f", func(r syncReport) float64 { return r.PeakLiveMB }},
 	{"GCs until synced", "%.0f", func(r syncReport) float64 { return float64(r.GCs) }},
+	{"peak heap MB, start to every object reconciled", "%.0f", func(r syncReport) float64 { return r.UntilReconciled.PeakHeapMB }},
+	{"peak live heap MB, start to every object reconciled", "%.0f", func(r syncReport) float64 { return r.UntilReconciled.PeakLiveMB }},
 	{"steady heap MB", "%.1f", func(r syncReport) float64 { return r.SteadyHeapMB }},
 	{"Get p99 µs", "%.0f", func(r syncReport) float64 { return r.GetP99Micros }},
 	{"List(MatchingLabels 1%) p50 µs", "%.0f", func(r syncReport) float64 { return r.ListP50Micros }},
