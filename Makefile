@@ -168,13 +168,28 @@ realserver-bench:
 ## v0.25.3's cache (DefaultTransform: TransformStripManagedFields) beside the
 ## same operator on crcache (compact, managedFields stripped), each in its own
 ## process, on envtest's kube-apiserver v1.37.2 and etcd v3.7.3 (built as
-## controllerruntime-envtest builds them). PODS (20000), SECRETS (10000).
-.PHONY: crbench
+## controllerruntime-envtest builds them, unless CR_APISERVER and CR_ETCD name
+## binaries). The objects are created once and serve every child; pods get
+## the status a kubelet writes (STATUS=0 skips it). PODS (20000), SECRETS
+## (10000), ROUNDS (1), WINDOW (240s CPU window at RATE status updates/s;
+## WINDOW=0 skips it), RATE (100). RESTART=1 adds the kill-and-restart rounds
+## (controller-runtime cold, crcache cold with snapshots, SIGKILL, crcache
+## warm; RATE updates/s flowing); MEASURE=0 runs only those. HEAP_PROFILE=dir
+## keeps each child's heap profile at its peak; GOGC sets the children's.
+## crbench-restart is crbench with RESTART=1 MEASURE=0 PODS=100000 ROUNDS=2.
+CR_APISERVER ?= $(CURDIR)/bench/kubeapiserver/bin/kube-apiserver
+CR_ETCD ?= $(CURDIR)/controllerruntime/envtest/bin/etcd
+.PHONY: crbench crbench-restart
 crbench:
-	cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-	cd controllerruntime/envtest && $(GO) build -o bin/etcd ./cmd/etcd
-	cd bench/crbench && $(GO) build -o bin/crbench . && ./bin/crbench -apiserver $(CR_APISERVER) -etcd $(CR_ETCD) \
-		-pods $(or $(PODS),20000) -secrets $(or $(SECRETS),10000)
+	$(if $(filter $(CURDIR)/bench/kubeapiserver/bin/kube-apiserver,$(CR_APISERVER)),cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver)
+	$(if $(filter $(CURDIR)/controllerruntime/envtest/bin/etcd,$(CR_ETCD)),cd controllerruntime/envtest && $(GO) build -o bin/etcd ./cmd/etcd)
+	cd bench/crbench && $(GO) build -o bin/crbench . && ./bin/crbench -apiserver $(abspath $(CR_APISERVER)) -etcd $(abspath $(CR_ETCD)) \
+		-pods $(or $(PODS),20000) -secrets $(or $(SECRETS),10000) -rounds $(or $(ROUNDS),1) \
+		-window $(or $(WINDOW),240s) -rate $(or $(RATE),100) -status=$(if $(filter 0,$(STATUS)),false,true) \
+		-restart=$(if $(filter 1,$(RESTART)),true,false) -measure=$(if $(filter 0,$(MEASURE)),false,true) \
+		$(if $(HEAP_PROFILE),-heap-profile $(abspath $(HEAP_PROFILE))) $(if $(GOGC),-gogc $(GOGC))
+crbench-restart:
+	$(MAKE) crbench RESTART=1 MEASURE=$(or $(MEASURE),0) PODS=$(or $(PODS),100000) ROUNDS=$(or $(ROUNDS),2)
 
 ## realserver-restart: issue 29's warm restart against the same real
 ## kube-apiserver: client-go's cold start, ours cold, then ours warm from its
