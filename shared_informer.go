@@ -484,7 +484,7 @@ func (s *sharedIndexInformer) requestResyncLocked(logger klog.Logger, requested 
 		return period
 	}
 	if period < fanout.MinimumResyncPeriod {
-		logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", period, "fanout.MinimumResyncPeriod", fanout.MinimumResyncPeriod)
+		logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", period, "minimumResyncPeriod", fanout.MinimumResyncPeriod)
 		period = fanout.MinimumResyncPeriod
 	}
 	if period >= s.resyncCheckPeriod {
