@@ -459,7 +459,7 @@ func (s *sharedIndexInformer) AddEventHandlerWithOptions(handler ResourceEventHa
 	}
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	s.processor.AddListener(l, s.indexer.List())
+	s.processor.AddListener(l, s.indexer.initialList())
 	return l, nil
 }
 

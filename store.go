@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/openinformer/cache/internal/fanout"
 	"github.com/openinformer/cache/internal/form"
 	"github.com/openinformer/cache/internal/keyparts"
 	"github.com/openinformer/cache/internal/objmeta"
@@ -183,6 +184,16 @@ func (c *cache) Delete(obj interface{}) error {
 // List returns every stored object, from one consistent state.
 func (c *cache) List() []interface{} {
 	return c.storage.List()
+}
+
+// initialList is what a handler added to a running informer is handed
+// first: the stored objects, or, where reading them back decodes them,
+// boxes its listener reads back one at a time as it delivers them.
+func (c *cache) initialList() []any {
+	if c.form.InPlace() {
+		return c.storage.List()
+	}
+	return fanout.Boxes(c.storage.Freeze(), c.form)
 }
 
 // ListKeys returns every key, from one consistent state.

@@ -94,6 +94,30 @@ func stagePreheld(ns, out []Notification, boxAdds bool) []Notification {
 	return out
 }
 
+// Boxes returns a box of every object of f, held in fm, for a handler
+// added to a running compact informer: its initial list then costs the
+// store's frozen state and a box per object, and each object is read back
+// on the listener's goroutine as it is delivered, as a watch-list's adds
+// are. Reading the whole store back on the adding goroutine instead kept
+// every object decoded at once until the listener had delivered them all
+// (docs/CONTROLLER-RUNTIME.md, "Peak heap"). The boxes come in slabs of
+// preheldChunk, so that a delivered slab's objects can go.
+func Boxes(f store.Frozen, fm form.Form) []any {
+	out := make([]any, 0, f.Len())
+	var slab []form.Box
+	f.RangeHeld(func(key string, held any) bool {
+		if len(slab) == 0 {
+			slab = make([]form.Box, min(preheldChunk, f.Len()-len(out)))
+		}
+		b := &slab[0]
+		slab = slab[1:]
+		b.Fill(key, held, fm)
+		out = append(out, b)
+		return true
+	})
+	return out
+}
+
 // preheldChunk is notificationChunk for notifications whose objects a
 // compact informer's watch-list held encoded: each chunk's objects are
 // decoded together and live until its listeners are done with them, so a

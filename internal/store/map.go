@@ -404,3 +404,7 @@ func (f Frozen) Len() int { return f.items.Len() }
 
 // Set is the generation of index functions f's indexes were built with.
 func (f Frozen) Set() *IndexerSet { return f.set }
+
+// RangeHeld calls fn with the key and held value of each object of f,
+// reading none back, until fn returns false.
+func (f Frozen) RangeHeld(fn func(key string, held any) bool) { f.items.Range(fn) }
