@@ -107,7 +107,8 @@
 // ListKeys and ListIndexFuncValues never decode; reads that return objects
 // decode them after the store's lock is released, unless a bounded cache of
 // recently decoded objects still holds the object decoded from the same
-// bytes. A write puts the written object in that cache, so reading an
+// bytes, or an object it evicted that is still alive (it holds those
+// weakly). A write puts the written object in that cache, so reading an
 // object back, and the old object of its next update, usually cost no
 // decode. An object read from the cache is shared, as in the default mode;
 // an object decoded afresh belongs to the caller, so mutating it does not

@@ -21,8 +21,10 @@ import (
 // Readers share the lock of one of several shards and do not write to shared
 // memory beyond an atomic "recently used" bit, so concurrent reads of hot
 // objects do not serialize. Eviction is CLOCK (second chance): an entry read
-// since the hand last passed survives one more round. Every object returned
-// is shared by all readers and must not be mutated, as with any cache read.
+// since the hand last passed survives one more round. An evicted entry is
+// remembered weakly and found again while its object is alive (ghost.go).
+// Every object returned is shared by all readers and must not be mutated,
+// as with any cache read.
 type HotCache[V any] struct {
 	seed   maphash.Seed
 	shards []hotShard[V]
@@ -36,6 +38,8 @@ type hotShard[V any] struct {
 	limit int
 	// hand is the next slot the clock looks at when the shard is full.
 	hand int
+	// ghosts are the entries evicted last, held weakly (ghost.go).
+	ghosts ghostRing
 }
 
 type hotSlot[V any] struct {
@@ -72,6 +76,7 @@ func NewHotCache[V any](capacity int) *HotCache[V] {
 	h := &HotCache[V]{seed: maphash.MakeSeed(), shards: make([]hotShard[V], n)}
 	for i := range h.shards {
 		h.shards[i].index = map[string]int{}
+		h.shards[i].ghosts.byKey = map[string]ghost{}
 		h.shards[i].limit = per
 	}
 	return h
@@ -103,6 +108,11 @@ func (h *HotCache[V]) Get(key string, data []byte) (V, bool) {
 				slot.used.Store(true)
 				return v.value, true
 			}
+		}
+	}
+	if obj, ok := s.ghosts.byKey[key].of(data); ok {
+		if v, ok := obj.(V); ok {
+			return v, true
 		}
 	}
 	var zero V
@@ -150,12 +160,21 @@ func (s *hotShard[V]) claimLocked(key string) int {
 	} else {
 		i = s.victim()
 		if s.slots[i].live {
-			delete(s.index, s.slots[i].key)
+			s.buryLocked(&s.slots[i])
 		}
 	}
 	s.index[key] = i
 	s.slots[i] = hotSlot[V]{key: key, live: true}
 	return i
+}
+
+// buryLocked evicts slot's key, remembering its current version as a
+// ghost.
+func (s *hotShard[V]) buryLocked(slot *hotSlot[V]) {
+	delete(s.index, slot.key)
+	if g, ok := makeGhost(slot.cur); ok {
+		s.ghosts.bury(slot.key, g, s.limit*ghostsPerSlot)
+	}
 }
 
 // victim advances the clock to a free slot or to one not used since the
@@ -176,6 +195,7 @@ func (h *HotCache[V]) Delete(key string) {
 	s := h.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.ghosts.byKey, key)
 	i, ok := s.index[key]
 	if !ok {
 		return
