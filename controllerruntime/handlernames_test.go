@@ -83,4 +83,7 @@ func TestHandlerNames(t *testing.T) {
 	if _, err := inf.AddEventHandler(nil); err == nil {
 		t.Error("a nil handler was accepted")
 	}
+	if _, err := inf.AddEventHandler((*cache.ResourceEventHandlerFuncs)(nil)); err == nil {
+		t.Error("a nil pointer handler, which can never be called, was accepted")
+	}
 }
