@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -40,9 +41,9 @@ type leaseReplica struct {
 
 // startLeaseReplica starts a cache whose pods are Lease-sharded in group
 // "ctrl" on leases, with compact storage, and waits for its pod informer.
-func startLeaseReplica(t *testing.T, srv *fake.Server, leases *k8sfake.Clientset, id string) *leaseReplica {
+func startLeaseReplica(t *testing.T, srv *fake.Server, leases *k8sfake.Clientset, id string, series cache.HandlerMetricsProvider) *leaseReplica {
 	t.Helper()
-	ours := Options{ByObject: map[client.Object]InformerOptions{&corev1.Pod{}: {
+	ours := Options{HandlerMetrics: series, ByObject: map[client.Object]InformerOptions{&corev1.Pod{}: {
 		Compact: &cache.CompactOptions{}, StripManagedFields: true,
 		Membership: &sharding.MembershipOptions{Client: leases, Namespace: "kube-system", Group: "ctrl", Identity: id,
 			LeaseDuration: testLease, RenewInterval: testRenew, Handover: testHandover},
@@ -57,6 +58,10 @@ func startLeaseReplica(t *testing.T, srv *fake.Server, leases *k8sfake.Clientset
 	if _, err := c.GetInformer(ctx, &corev1.Pod{}); err != nil {
 		t.Fatal(err)
 	}
+	// An index added at run time, which the generations the shard moves to must keep.
+	if err := c.IndexField(ctx, &corev1.Pod{}, "name", func(o client.Object) []string { return []string{o.GetName()} }); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -68,8 +73,8 @@ func settle(d time.Duration) {
 
 // assertPartition requires every pod on the server to be read by exactly
 // one replica, and the others to answer as for a pod that does not
-// exist: NotFound for Get, absent from List, with or without a label
-// selector.
+// exist: NotFound for Get, absent from List, with or without a label or
+// field selector.
 func assertPartition(t *testing.T, what string, srv *fake.Server, replicas ...*leaseReplica) {
 	t.Helper()
 	owners := map[string][]string{}
@@ -102,6 +107,17 @@ func assertPartition(t *testing.T, what string, srv *fake.Server, replicas ...*l
 		if p.Labels["app"] == "x" && labelled[key] != 1 {
 			t.Errorf("%s: %s in %d label-selected lists, want 1", what, key, labelled[key])
 		}
+		byField := 0
+		for _, r := range replicas {
+			var list corev1.PodList
+			if err := r.cache.List(context.Background(), &list, client.InNamespace(p.Namespace), client.MatchingFields{"name": p.Name}); err != nil {
+				t.Fatal(err)
+			}
+			byField += len(list.Items)
+		}
+		if byField != 1 {
+			t.Errorf("%s: %s in %d field-selected lists, want 1", what, key, byField)
+		}
 		for _, r := range replicas {
 			err := r.cache.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{})
 			switch owns := owners[key][0] == r.id; {
@@ -128,13 +144,28 @@ func TestLeaseShardedCachesSplitAType(t *testing.T) {
 		}
 		srv := newPodServer(t, pods...)
 		leases := k8sfake.NewClientset()
-		a := startLeaseReplica(t, srv, leases, "a")
-		b := startLeaseReplica(t, srv, leases, "b")
+		series := &handlerSeries{}
+		a := startLeaseReplica(t, srv, leases, "a", series)
+		b := startLeaseReplica(t, srv, leases, "b", nil)
 		settle(2*testRenew + testHandover)
 		assertPartition(t, "a and b", srv, a, b)
 		assertLeaseGroup(t, leases, "ctrl-pods", "a", "b")
+		for _, from := range []crcache.Cache{a.cache, ForController(a.cache, "replicaset")} {
+			inf, err := from.GetInformer(context.Background(), &corev1.Pod{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Besides the handlers, a narrowed generation runs a sweeper of its own.
+		got := slices.DeleteFunc(series.sorted(), func(s string) bool { return strings.HasSuffix(s, "sharding.shardSweeper") })
+		if want := []string{"handler", "replicaset"}; !slices.Equal(got, want) {
+			t.Errorf("a Lease-sharded informer's handler series %q, want %q", got, want)
+		}
 
-		c := startLeaseReplica(t, srv, leases, "c")
+		c := startLeaseReplica(t, srv, leases, "c", nil)
 		if _, err := srv.Create(pod("ns0", "late", map[string]string{"app": "x"})); err != nil {
 			t.Fatal(err)
 		}
