@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cache "github.com/openinformer/cache"
+	"github.com/openinformer/cache/internal/handlername"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,10 +40,11 @@ type handlerNames struct {
 }
 
 // name returns h named after base, made unique on this informer; a nil
-// handler is returned as it is, for the informer to refuse.
+// handler (or a nil pointer that can never be called) is returned as it
+// is, for the informer to refuse.
 func (n *handlerNames) name(h cache.ResourceEventHandler) cache.ResourceEventHandler {
-	if h == nil {
-		return nil
+	if handlername.Nil(h, "OnAdd") {
+		return h
 	}
 	base := defaultHandlerName
 	if named, ok := h.(cache.NamedEventHandler); ok && named.EventHandlerName() != "" {
@@ -136,8 +138,8 @@ type controllerInformer struct {
 }
 
 func (i controllerInformer) named(h cache.ResourceEventHandler) cache.ResourceEventHandler {
-	if h == nil {
-		return nil
+	if handlername.Nil(h, "OnAdd") {
+		return h
 	}
 	return namedHandler{ResourceEventHandler: h, name: i.name}
 }

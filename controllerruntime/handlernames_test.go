@@ -83,4 +83,33 @@ func TestHandlerNames(t *testing.T) {
 	if _, err := inf.AddEventHandler(nil); err == nil {
 		t.Error("a nil handler was accepted")
 	}
+	if _, err := inf.AddEventHandler((*cache.ResourceEventHandlerFuncs)(nil)); err == nil {
+		t.Error("a nil pointer handler, which can never be called, was accepted")
+	}
+}
+
+// With several namespaces, a controller's handler is named after it on
+// each namespace's informer, and its registration syncs and is removed
+// through the informer seen as one.
+func TestHandlerNamesPerNamespaceInformer(t *testing.T) {
+	series := &handlerSeries{}
+	c := startCache(t, newPodServer(t, pod("a", "p", nil), pod("b", "q", nil)),
+		crcache.Options{DefaultNamespaces: map[string]crcache.Config{"a": {}, "b": {}}}, Options{HandlerMetrics: series}, &corev1.Pod{})
+	inf, err := ForController(c, "replicaset").GetInformer(context.Background(), &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := series.sorted(), []string{"replicaset", "replicaset"}; !slices.Equal(got, want) {
+		t.Errorf("handler series: %q, want %q", got, want)
+	}
+	if !cache.WaitForCacheSync(context.Background().Done(), reg.HasSynced) {
+		t.Error("registration not synced")
+	}
+	if err := inf.RemoveEventHandler(reg); err != nil {
+		t.Errorf("RemoveEventHandler: %v", err)
+	}
 }

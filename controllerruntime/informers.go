@@ -40,7 +40,8 @@ type informerKey struct {
 
 // informerEntry is one running (or to be started) informer.
 type informerEntry struct {
-	informer cache.SharedIndexInformer
+	informer cacheInformer
+	run      func(context.Context)
 	reader   *reader
 	name     *cache.InformerName
 	names    handlerNames       // of the handlers added through handed
@@ -48,9 +49,13 @@ type informerEntry struct {
 }
 
 // handed is the informer as controller-runtime gets it: its handlers are
-// named apart (handlernames.go).
+// named apart (handlernames.go), and a plain informer stays a
+// SharedIndexInformer.
 func (e *informerEntry) handed() crcache.Informer {
-	return namingInformer{SharedIndexInformer: e.informer, names: &e.names}
+	if m, ok := e.informer.(membershipInformer); ok {
+		return m // names its handlers itself
+	}
+	return namingInformer{SharedIndexInformer: e.informer.(cache.SharedIndexInformer), names: &e.names}
 }
 
 // informers is controller-runtime's informer map for one leaf: one
@@ -106,7 +111,7 @@ func (ip *informers) runLocked(e *informerEntry) {
 	ip.wg.Go(func() {
 		defer cancel()
 		defer e.name.Release()
-		e.informer.RunWithContext(ctx)
+		e.run(ctx)
 	})
 }
 
@@ -195,16 +200,16 @@ func (ip *informers) addLocked(key informerKey, obj runtime.Object) (*informerEn
 	if err != nil {
 		return nil, err
 	}
-	inf := cache.NewSharedIndexInformerWithOptions(lw, obj, opts)
-	if err := ip.configure(inf); err != nil {
+	e := &informerEntry{name: name}
+	e.informer, e.run, err = newInformer(lw, obj, opts, s, ours, &e.names)
+	if err == nil {
+		err = ip.configure(e.informer)
+	}
+	if err != nil {
 		name.Release()
 		return nil, err
 	}
-	e := &informerEntry{
-		informer: inf,
-		name:     name,
-		reader:   newReader(inf.GetIndexer(), key.gvk, mapping.Scope.Name(), ptr.Deref(ip.leaf.config.UnsafeDisableDeepCopy, false), freshReads(ours)),
-	}
+	e.reader = newReader(e.informer.GetIndexer(), key.gvk, mapping.Scope.Name(), ptr.Deref(ip.leaf.config.UnsafeDisableDeepCopy, false), freshReads(ours))
 	ip.entries[key] = e
 	if ip.started {
 		ip.runLocked(e)
@@ -212,8 +217,33 @@ func (ip *informers) addLocked(key informerKey, obj runtime.Object) (*informerEn
 	return e, nil
 }
 
+// cacheInformer is what the cache needs of an informer: controller-
+// runtime's Informer, its indexer for reads, and the settings configure
+// makes. A SharedIndexInformer and a MembershipInformer both are.
+type cacheInformer interface {
+	crcache.Informer
+	GetIndexer() cache.Indexer
+	SetTransform(cache.TransformFunc) error
+	SetWatchErrorHandlerWithContext(cache.WatchErrorHandlerWithContext) error
+}
+
+// newInformer builds the informer of scope s and says how to run it: a
+// Lease-sharded one, naming its handlers by names, when the type's options
+// ask for it, else a plain one.
+func newInformer(lw cache.ListerWatcher, obj runtime.Object, opts cache.SharedIndexInformerOptions, s listWatchScope, ours InformerOptions, names *handlerNames) (cacheInformer, func(context.Context), error) {
+	if ours.Membership == nil {
+		inf := cache.NewSharedIndexInformerWithOptions(lw, obj, opts)
+		return inf, inf.RunWithContext, nil
+	}
+	inf, err := newMembershipInformer(lw, obj, opts, s, *ours.Membership, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inf, inf.Run, nil
+}
+
 // configure sets the leaf's watch error handler and transform.
-func (ip *informers) configure(inf cache.SharedIndexInformer) error {
+func (ip *informers) configure(inf cacheInformer) error {
 	if h := ip.env.watchErrorHandler; h != nil {
 		if err := inf.SetWatchErrorHandlerWithContext(h); err != nil {
 			return err

@@ -49,6 +49,9 @@ func (e *environment) optionsFor(gvk schema.GroupVersionKind) InformerOptions {
 // newCache builds the cache; a nil source lists and watches through
 // REST clients made from cfg.
 func newCache(cfg *rest.Config, opts crcache.Options, ours Options, source func(listWatchScope) (cache.ListerWatcher, error)) (crcache.Cache, error) {
+	if err := ours.validate(); err != nil {
+		return nil, err
+	}
 	opts, err := defaultOptions(cfg, opts)
 	if err != nil {
 		return nil, err
@@ -83,6 +86,19 @@ func newCache(cfg *rest.Config, opts crcache.Options, ours Options, source func(
 		}
 	}
 	return d, nil
+}
+
+// validate checks every informer's options before anything is built.
+func (o Options) validate() error {
+	if err := o.Defaults.validate(); err != nil {
+		return fmt.Errorf("crcache.Options.Defaults: %w", err)
+	}
+	for obj, io := range o.ByObject {
+		if err := io.validate(); err != nil {
+			return fmt.Errorf("crcache.Options.ByObject[%T]: %w", obj, err)
+		}
+	}
+	return nil
 }
 
 func newEnvironment(cfg *rest.Config, opts crcache.Options, ours Options) (*environment, error) {

@@ -1,6 +1,7 @@
 package crcache
 
 import (
+	"errors"
 	"time"
 
 	cache "github.com/openinformer/cache"
@@ -57,8 +58,39 @@ type InformerOptions struct {
 	// SnapshotInterval is the time between snapshots while running
 	// (cache.SnapshotOptions.Interval).
 	SnapshotInterval time.Duration
-	// Shard restricts the informer to one shard of its objects; nil
-	// caches them all. A read of another shard's object answers as for
-	// an object that does not exist.
+	// Shard restricts the informer to one fixed shard of its objects;
+	// nil caches them all. A read of another shard's object answers as
+	// for an object that does not exist.
 	Shard *sharding.Shard
+	// Membership shards the informer through coordination.k8s.io Leases
+	// instead: the replicas sharing Group split the type's objects evenly
+	// and rebalance as replicas come and go (sharding.MembershipInformer).
+	// Client, Namespace, Group and Identity (this replica's unique name,
+	// its pod name say) are required and OnChange must stay nil. Each
+	// informer takes part under a group of its own, derived from Group,
+	// so that several types, representations or namespaces never share a
+	// Lease: "<Group>-<resource>[.<API group>]", then "-metadata" or
+	// "-unstructured" for those representations and "-<namespace>" for one
+	// namespace's informer, shortened with a digest past a label value's
+	// 63 characters. Not with Shard, nor with Snapshot: a Lease shard
+	// changes while the informer runs, and a snapshot of one range must
+	// never be resumed for another.
+	Membership *sharding.MembershipOptions
+}
+
+// validate refuses combinations the informer cannot honour, so that New
+// fails rather than the first read of the type.
+func (o InformerOptions) validate() error {
+	m := o.Membership
+	switch {
+	case m == nil:
+		return nil
+	case o.Shard != nil:
+		return errors.New("with both Shard and Membership set: a shard is either fixed or handed out through Leases, not both")
+	case o.Snapshot:
+		return errors.New("with both Snapshot and Membership set: a Lease shard changes at run time, so no snapshot could say which range it holds")
+	case m.OnChange != nil:
+		return errors.New("with Membership.OnChange set: leave it nil, the informer sets it")
+	}
+	return m.Validate()
 }

@@ -1,12 +1,16 @@
 package sharding
 
 import (
+	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/openinformer/cache"
+	"github.com/openinformer/cache/internal/handlername"
 )
 
 // shardHandler carries one MembershipInformer handler across generations. Only the live
@@ -14,8 +18,11 @@ import (
 // nextView so that, at the switch, the handler is told exactly what changed.
 type shardHandler struct {
 	handler cache.ResourceEventHandler
+	name    string               // handler's, which every generation's registration carries
+	options cache.HandlerOptions // of its registration on each generation
 
 	mu       sync.Mutex // held while handler runs, so the two generations never overlap in it
+	removed  bool       // RemoveEventHandler was called: nothing reaches handler any more
 	live     uint64     // generation whose notifications reach handler; 0 before the first
 	next     uint64     // generation syncing to take over; 0 when none
 	view     map[string]any
@@ -29,6 +36,50 @@ type shardStream struct {
 }
 
 func (h *shardHandler) from(g *shardGeneration) cache.ResourceEventHandler { return shardStream{h, g} }
+
+// register adds h to generation g's informer; the caller holds MembershipInformer.mu.
+func (h *shardHandler) register(g *shardGeneration) error {
+	reg, err := g.informer.AddEventHandlerWithOptions(h.from(g), h.options)
+	if err != nil {
+		return err
+	}
+	g.regs[h] = reg
+	return nil
+}
+
+// EventHandlerName implements cache.NamedEventHandler: each generation's registration carries
+// the name of the handler it delivers to, so that logs and lag metrics name the user's
+// handler, not this adapter.
+func (s shardStream) EventHandlerName() string { return s.h.name }
+
+// handlerName names h as an informer would if h were registered on it directly: a
+// cache.NamedEventHandler by its own name, a function adapter after where its functions are
+// defined, anything else after its type (under its own package path, where an informer names
+// this module's handler types after client-go's).
+func handlerName(h cache.ResourceEventHandler) string {
+	var name string
+	switch h := h.(type) {
+	case cache.NamedEventHandler:
+		if v := reflect.ValueOf(h); v.Kind() != reflect.Pointer || !v.IsNil() {
+			name = h.EventHandlerName()
+		}
+	case cache.ResourceEventHandlerFuncs:
+		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+	case *cache.ResourceEventHandlerFuncs: // never nil: refused before
+		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+	case clientcache.ResourceEventHandlerFuncs:
+		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+	case *clientcache.ResourceEventHandlerFuncs:
+		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
+	}
+	if name == "" {
+		name = handlername.Type(h, "", "", nil)
+	}
+	if name == "" {
+		name = fmt.Sprintf("%T", h)
+	}
+	return name
+}
 
 func (s shardStream) OnAdd(obj any, isInInitialList bool) {
 	s.h.notify(s.g, obj, false, func() { s.h.handler.OnAdd(obj, isInInitialList) })
@@ -50,6 +101,9 @@ func (h *shardHandler) notify(g *shardGeneration, obj any, deleted bool, deliver
 	key, keyErr := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.removed {
+		return
+	}
 	var view map[string]any
 	switch g.id {
 	case h.live:
@@ -91,6 +145,9 @@ func (h *shardHandler) expect(gen uint64, live bool) {
 func (h *shardHandler) narrow(g *shardGeneration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.removed {
+		return
+	}
 	switch g.id {
 	case h.live:
 		for key, obj := range h.view {
@@ -111,6 +168,10 @@ func (h *shardHandler) promote(gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.next != gen { // added after the switch began: already on gen
+		return
+	}
+	if h.removed {
+		h.live, h.next, h.view, h.nextView = gen, 0, nil, nil
 		return
 	}
 	for key, obj := range h.nextView {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openinformer/cache"
+	"github.com/openinformer/cache/internal/handlername"
 )
 
 // shardSyncPoll is how often a starting generation's sync is checked; it adds at most this
@@ -43,17 +44,21 @@ const shardSyncPoll = 100 * time.Millisecond
 type MembershipInformer struct {
 	base       cache.ListerWatcher
 	example    runtime.Object
-	resync     time.Duration
+	options    cache.SharedIndexInformerOptions // of every generation, but for Indexers
 	membership *Membership
 	shards     chan Shard    // the latest shard handed out, not yet started
 	emptyStore cache.Indexer // what reads see before the first generation exists
+	stopped    chan struct{} // closed when Run returns
 
-	mu       sync.Mutex     // guards the fields below; never held while a handler runs
-	indexers cache.Indexers // for every later generation, including those added at run time
-	live     *shardGeneration
-	pending  *shardGeneration
-	handlers []*shardHandler
-	lastID   uint64
+	mu                sync.Mutex     // guards the fields below; never held while a handler runs
+	indexers          cache.Indexers // for every later generation, including those added at run time
+	transform         cache.TransformFunc
+	watchErrorHandler cache.WatchErrorHandlerWithContext
+	started           bool
+	live              *shardGeneration
+	pending           *shardGeneration
+	handlers          []*shardHandler
+	lastID            uint64
 
 	syncTook atomic.Int64       // how long the latest generation took to sync, in nanoseconds
 	deferred *deferredNarrowing // owned by Run's goroutine
@@ -73,8 +78,8 @@ type shardGeneration struct {
 	id       uint64
 	lw       *ListWatch
 	informer cache.SharedIndexInformer
-	regs     []cache.ResourceEventHandlerRegistration // guarded by MembershipInformer.mu
-	synced   chan struct{}                            // closed once informer and regs have synced
+	regs     map[*shardHandler]cache.ResourceEventHandlerRegistration // guarded by MembershipInformer.mu
+	synced   chan struct{}                                            // closed once informer and regs have synced
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	// narrowed is set once the shard has narrowed: until then every object the informer
@@ -111,14 +116,37 @@ func (g *shardGeneration) owns(obj any) bool {
 // from membership, which must leave OnChange nil: the informer sets it. exampleObject, resync
 // and indexers are those of NewSharedIndexInformer.
 func NewMembershipInformer(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers, membership MembershipOptions) (*MembershipInformer, error) {
+	return NewMembershipInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers}, membership)
+}
+
+// NewMembershipInformerWithOptions is NewMembershipInformer with every generation's informer
+// built from options, as NewSharedIndexInformerWithOptions builds one: compact storage,
+// stripped managed fields, bounded handler backlogs and metrics carry over to each new shard.
+// The generations share options.Identifier, so their metrics keep one series; while a
+// handover runs, the two generations report into it in turn.
+//
+// options.ShardSelector is refused, since the Membership picks the shard, and so is
+// options.Snapshot: a snapshot's Version is fixed when the informer is built while the
+// generation's shard narrows at run time, so a snapshot could not say which range it holds,
+// and one range's snapshot must never be resumed for another.
+func NewMembershipInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, options cache.SharedIndexInformerOptions, membership MembershipOptions) (*MembershipInformer, error) {
 	if lw == nil {
 		return nil, errors.New("membership informer: nil ListerWatcher")
 	}
 	if membership.OnChange != nil {
 		return nil, errors.New("membership informer: leave MembershipOptions.OnChange nil, the informer sets it")
 	}
-	mi := &MembershipInformer{base: lw, example: exampleObject, resync: resync, indexers: maps.Clone(indexers),
-		shards: make(chan Shard, 1), emptyStore: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})}
+	if options.ShardSelector != nil {
+		return nil, errors.New("membership informer: leave ShardSelector nil, the Membership picks the shard")
+	}
+	if options.Snapshot != nil {
+		return nil, errors.New("membership informer: snapshots are not supported, the shard changes at run time")
+	}
+	indexers := maps.Clone(options.Indexers)
+	options.Indexers = nil
+	mi := &MembershipInformer{base: lw, example: exampleObject, options: options, indexers: indexers,
+		shards: make(chan Shard, 1), stopped: make(chan struct{}),
+		emptyStore: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})}
 	membership.OnChange = mi.offer
 	m, err := NewMembership(membership)
 	if err != nil {
@@ -142,6 +170,10 @@ func (mi *MembershipInformer) offer(s Shard) {
 // group, keeps serving its shard through the Membership's handover, stops its informers and
 // returns. Call it once.
 func (mi *MembershipInformer) Run(ctx context.Context) {
+	mi.mu.Lock()
+	mi.started = true
+	mi.mu.Unlock()
+	defer close(mi.stopped)
 	membershipDone := make(chan struct{})
 	go func() {
 		defer close(membershipDone)
@@ -250,15 +282,12 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 	mi.mu.Lock()
 	mi.lastID++
 	g := &shardGeneration{id: mi.lastID, lw: slw, synced: make(chan struct{}),
-		informer: cache.NewSharedIndexInformer(slw, mi.example, mi.resync, maps.Clone(mi.indexers))}
+		informer: mi.newInformerLocked(ctx, slw), regs: map[*shardHandler]cache.ResourceEventHandlerRegistration{}}
 	handlers := slices.Clone(mi.handlers)
 	for _, h := range handlers {
-		reg, err := g.informer.AddEventHandler(h.from(g))
-		if err != nil { // the informer has not started: cannot happen
+		if err := h.register(g); err != nil { // the informer has not started: cannot happen
 			klog.FromContext(ctx).Error(err, "Membership informer: adding a handler")
-			continue
 		}
-		g.regs = append(g.regs, reg)
 	}
 	replaced, first := mi.pending, mi.live == nil
 	if first {
@@ -274,6 +303,23 @@ func (mi *MembershipInformer) begin(ctx context.Context, shard Shard) {
 		replaced.stop()
 	}
 	g.start(ctx, func() bool { return mi.generationSynced(g) }, func(took time.Duration) { mi.syncTook.Store(int64(took)) })
+}
+
+// newInformerLocked builds a generation's informer on lw with the informer's options,
+// indexers, transform and watch error handler. The setters cannot fail on an informer that
+// has not started.
+func (mi *MembershipInformer) newInformerLocked(ctx context.Context, lw cache.ListerWatcher) cache.SharedIndexInformer {
+	options := mi.options
+	options.Indexers = maps.Clone(mi.indexers)
+	inf := cache.NewSharedIndexInformerWithOptions(lw, mi.example, options)
+	err := inf.SetTransform(mi.transform)
+	if mi.watchErrorHandler != nil {
+		err = errors.Join(err, inf.SetWatchErrorHandlerWithContext(mi.watchErrorHandler))
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Membership informer: configuring a generation")
+	}
+	return inf
 }
 
 // promote makes the synced pending generation the live one, brings every handler up to its
@@ -304,7 +350,7 @@ func (mi *MembershipInformer) stopAll() {
 
 func (mi *MembershipInformer) generationSynced(g *shardGeneration) bool {
 	mi.mu.Lock()
-	regs := slices.Clone(g.regs)
+	regs := slices.Collect(maps.Values(g.regs))
 	mi.mu.Unlock()
 	if !g.informer.HasSynced() {
 		return false
@@ -341,7 +387,19 @@ func (g *shardGeneration) stop() {
 // differences described on MembershipInformer at each switch. A handler added after the first
 // generation started first receives an add for each object the live generation holds.
 func (mi *MembershipInformer) AddEventHandler(handler cache.ResourceEventHandler) error {
-	h := &shardHandler{handler: handler, view: map[string]any{}}
+	_, err := mi.AddEventHandlerWithOptions(handler, cache.HandlerOptions{})
+	return err
+}
+
+// AddEventHandlerWithOptions is AddEventHandler with options, which every generation's
+// registration of the handler gets. The registration it returns has synced once the handler
+// has received the live generation's initial list, and removes the handler from every
+// generation with RemoveEventHandler.
+func (mi *MembershipInformer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	if handlername.Nil(handler, "OnAdd") {
+		return nil, errors.New("membership informer: nil handler")
+	}
+	h := &shardHandler{handler: handler, name: handlerName(handler), options: options, view: map[string]any{}}
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
 	// h is not shared yet, so its fields are set without its lock.
@@ -354,14 +412,13 @@ func (mi *MembershipInformer) AddEventHandler(handler cache.ResourceEventHandler
 		} else {
 			h.next, h.nextView = g.id, map[string]any{}
 		}
-		reg, err := g.informer.AddEventHandler(h.from(g))
-		if err != nil {
-			return err
+		if err := h.register(g); err != nil {
+			mi.unregisterLocked(h)
+			return nil, err
 		}
-		g.regs = append(g.regs, reg)
 	}
 	mi.handlers = append(mi.handlers, h)
-	return nil
+	return &shardRegistration{mi: mi, h: h}, nil
 }
 
 // HasSynced reports whether a generation serves reads and its informer and every handler

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -64,12 +65,42 @@ type Membership struct {
 
 // NewMembership checks opts and fills in defaults.
 func NewMembership(opts MembershipOptions) (*Membership, error) {
-	if opts.Client == nil || opts.Namespace == "" || opts.Group == "" || opts.Identity == "" || opts.OnChange == nil {
+	if opts.OnChange == nil {
 		return nil, errors.New("membership: Client, Namespace, Group, Identity and OnChange are required")
 	}
-	if _, err := (Shard{Count: 1, Field: opts.Field}).requirements(); err != nil {
-		return nil, fmt.Errorf("membership: %w", err)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
+	return &Membership{opts: opts.withDefaults()}, nil
+}
+
+// Validate reports what NewMembership would refuse in opts besides a missing OnChange, which
+// whoever runs the Membership sets: so a configuration can be checked before the informer
+// that follows it exists.
+func (opts MembershipOptions) Validate() error {
+	var missing []string
+	for name, absent := range map[string]bool{"Client": opts.Client == nil, "Namespace": opts.Namespace == "",
+		"Group": opts.Group == "", "Identity": opts.Identity == ""} {
+		if absent {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("membership: Client, Namespace, Group, Identity and OnChange are required; missing %s", strings.Join(missing, ", "))
+	}
+	if _, err := (Shard{Count: 1, Field: opts.Field}).requirements(); err != nil {
+		return fmt.Errorf("membership: %w", err)
+	}
+	opts = opts.withDefaults()
+	if opts.Handover < opts.RenewInterval || opts.RenewInterval >= opts.LeaseDuration {
+		return errors.New("membership: need RenewInterval <= Handover and RenewInterval < LeaseDuration")
+	}
+	return nil
+}
+
+// withDefaults fills in the durations and the clock left unset.
+func (opts MembershipOptions) withDefaults() MembershipOptions {
 	if opts.LeaseDuration <= 0 {
 		opts.LeaseDuration = 15 * time.Second
 	}
@@ -79,13 +110,10 @@ func NewMembership(opts MembershipOptions) (*Membership, error) {
 	if opts.Handover <= 0 {
 		opts.Handover = 2 * opts.RenewInterval
 	}
-	if opts.Handover < opts.RenewInterval || opts.RenewInterval >= opts.LeaseDuration {
-		return nil, errors.New("membership: need RenewInterval <= Handover and RenewInterval < LeaseDuration")
-	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Membership{opts: opts}, nil
+	return opts
 }
 
 // Run takes part in the group until ctx ends, then deletes the replica's Lease and keeps its
