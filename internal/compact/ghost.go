@@ -23,8 +23,9 @@ import (
 // allocation at the same address. An object found this way is shared,
 // like any hot read.
 
-// ghostsPerSlot bounds a shard's ghosts at this many per hot slot: with
-// the default 1000 hot objects, 8000 ghosts of about 100 B each.
+// ghostsPerSlot bounds a shard's ghosts at this many per hot slot it was
+// made with: with the default 1000 hot objects, 8000 ghosts of about 100 B
+// each.
 const ghostsPerSlot = 8
 
 // ghost is an evicted entry, held weakly.
@@ -84,18 +85,24 @@ type ghostRing struct {
 	byKey map[string]ghost
 	order []string
 	next  int
+	// limit is fixed when the cache is made, so that a cache whose
+	// capacity changes keeps one bound on its ghosts.
+	limit int
 }
 
 // bury remembers key's evicted version v, replacing the oldest ghost when
-// the ring holds limit.
-func (r *ghostRing) bury(key string, v ghost, limit int) {
+// the ring is full.
+func (r *ghostRing) bury(key string, v ghost) {
+	if r.limit == 0 {
+		return
+	}
 	if _, ok := r.byKey[key]; !ok {
-		if len(r.order) < limit {
+		if len(r.order) < r.limit {
 			r.order = append(r.order, key)
 		} else {
 			delete(r.byKey, r.order[r.next])
 			r.order[r.next] = key
-			r.next = (r.next + 1) % limit
+			r.next = (r.next + 1) % r.limit
 		}
 	}
 	r.byKey[key] = v

@@ -76,7 +76,7 @@ func NewHotCache[V any](capacity int) *HotCache[V] {
 	h := &HotCache[V]{seed: maphash.MakeSeed(), shards: make([]hotShard[V], n)}
 	for i := range h.shards {
 		h.shards[i].index = map[string]int{}
-		h.shards[i].ghosts.byKey = map[string]ghost{}
+		h.shards[i].ghosts = ghostRing{byKey: map[string]ghost{}, limit: per * ghostsPerSlot}
 		h.shards[i].limit = per
 	}
 	return h
@@ -173,7 +173,7 @@ func (s *hotShard[V]) claimLocked(key string) int {
 func (s *hotShard[V]) buryLocked(slot *hotSlot[V]) {
 	delete(s.index, slot.key)
 	if g, ok := makeGhost(slot.cur); ok {
-		s.ghosts.bury(slot.key, g, s.limit*ghostsPerSlot)
+		s.ghosts.bury(slot.key, g)
 	}
 }
 
