@@ -91,24 +91,24 @@ var errStarted = errors.New("membership informer has already started")
 
 // SetTransform sets the transform of every generation's informer; only before Run.
 func (mi *MembershipInformer) SetTransform(transform cache.TransformFunc) error {
-	mi.mu.Lock()
-	defer mi.mu.Unlock()
-	if mi.started {
-		return errStarted
-	}
-	mi.transform = transform
-	return nil
+	return mi.beforeRun(func() { mi.transform = transform })
 }
 
 // SetWatchErrorHandlerWithContext sets the watch error handler of every generation's
 // informer; only before Run.
 func (mi *MembershipInformer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
+	return mi.beforeRun(func() { mi.watchErrorHandler = handler })
+}
+
+// beforeRun applies set under mi.mu unless Run has begun: the generations
+// made from then on must all get the same settings.
+func (mi *MembershipInformer) beforeRun(set func()) error {
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
 	if mi.started {
 		return errStarted
 	}
-	mi.watchErrorHandler = handler
+	set()
 	return nil
 }
 
