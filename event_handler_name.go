@@ -58,27 +58,9 @@ func eventHandlerName(h ResourceEventHandler) string {
 	return name
 }
 
-// namedTypeOf returns "pkgpath.TypeName" of v (see handlername.Type), this
-// package's handler types under client-go's path.
-func namedTypeOf(v interface{}) string {
-	return handlername.Type(v, thisPackagePath, clientGoCachePath, clientGoHandlerTypes)
-}
-
-// clientGoHandlerTypes are this package's handler types (generic ones
-// without their type arguments) that have a namesake in client-go.
-var clientGoHandlerTypes = map[string]bool{
-	"ResourceEventHandlerFuncs":         true,
-	"ResourceEventHandlerDetailedFuncs": true,
-	"FilteringResourceEventHandler":     true,
-	"typedResourceEventHandler":         true,
-}
-
-// thisPackagePath and clientGoCachePath are the import paths of this
-// package and of the one it replaces.
-var (
-	thisPackagePath   = reflect.TypeOf(ResourceEventHandlerFuncs{}).PkgPath()
-	clientGoCachePath = reflect.TypeOf(clientcache.ResourceEventHandlerFuncs{}).PkgPath()
-)
+// namedTypeOf returns "pkgpath.TypeName" of v, this package's handler
+// types under client-go's path (handlername.AsClientGo).
+func namedTypeOf(v interface{}) string { return handlername.AsClientGo(v) }
 
 // isNilHandler reports whether h can never be called (handlername.Nil), so
 // that it is refused up front like an untyped nil; a nil pointer to a type

@@ -54,8 +54,8 @@ func (s shardStream) EventHandlerName() string { return s.h.name }
 
 // handlerName names h as an informer would if h were registered on it directly: a
 // cache.NamedEventHandler by its own name, a function adapter after where its functions are
-// defined, anything else after its type (under its own package path, where an informer names
-// this module's handler types after client-go's).
+// defined, anything else after its type (this module's handler types after client-go's, as an
+// informer names them).
 func handlerName(h cache.ResourceEventHandler) string {
 	var name string
 	switch h := h.(type) {
@@ -73,7 +73,7 @@ func handlerName(h cache.ResourceEventHandler) string {
 		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
 	}
 	if name == "" {
-		name = handlername.Type(h, "", "", nil)
+		name = handlername.AsClientGo(h)
 	}
 	if name == "" {
 		name = fmt.Sprintf("%T", h)

@@ -162,6 +162,8 @@ func TestHandlerNameAsAnInformerGivesIt(t *testing.T) {
 		"functions":             cache.ResourceEventHandlerFuncs{AddFunc: onAdd},
 		"functions by pointer":  &cache.ResourceEventHandlerFuncs{AddFunc: onAdd},
 		"client-go's functions": clientcache.ResourceEventHandlerFuncs{AddFunc: onAdd},
+		"cache's filtering":     cache.FilteringResourceEventHandler{FilterFunc: func(any) bool { return true }, Handler: &viewHandler{}},
+		"cache's detailed":      &cache.ResourceEventHandlerDetailedFuncs{},
 	} {
 		series := &seriesNames{names: map[string]bool{}}
 		inf := cache.NewSharedIndexInformerWithOptions(&ListWatch{}, &v1.Pod{}, cache.SharedIndexInformerOptions{HandlerMetricsProvider: series})

@@ -70,6 +70,29 @@ func Type(v any, from, to string, renamed map[string]bool) string {
 	return pkg + "." + t.Name()
 }
 
+// AsClientGo is Type for a handler of the cache module's root package or
+// any other: the root package's handler types that have a namesake in
+// client-go are named under client-go's path, as client-go names its own.
+func AsClientGo(v any) string {
+	return Type(v, rootPath, clientGoPath, clientGoHandlerTypes)
+}
+
+// rootPath and clientGoPath are the import paths of the root package and
+// of the one it replaces.
+const (
+	rootPath     = "github.com/openinformer/cache"
+	clientGoPath = "k8s.io/client-go/tools/cache"
+)
+
+// clientGoHandlerTypes are the root package's handler types (generic ones
+// without their type arguments) that have a namesake in client-go.
+var clientGoHandlerTypes = map[string]bool{
+	"ResourceEventHandlerFuncs":         true,
+	"ResourceEventHandlerDetailedFuncs": true,
+	"FilteringResourceEventHandler":     true,
+	"typedResourceEventHandler":         true,
+}
+
 // Nil reports whether h is nil or a nil pointer to a type whose method is
 // declared with a value receiver: such a value panics on every call.
 func Nil(h any, method string) bool {
