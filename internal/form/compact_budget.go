@@ -18,7 +18,7 @@ import (
 // budgetLow of it, and then gives the hot cache what room is left. Writes
 // between sweeps compress at once while the form is over its budget, and a
 // list's objects, which wait for the whole list out of any sweep's reach,
-// from half of it. When every object compressed still does not fit, every
+// from a quarter of it. When every object compressed still does not fit, every
 // object is kept: the form says so (Stats, a log line once).
 
 // entryOverhead estimates what an informer spends per object beside its
@@ -113,10 +113,10 @@ func (f *Compact) counted(b *budget) int64 {
 	return s + min(b.hotLimit.Load(), n)*b.typical()*decodedPerByte
 }
 
-// holdBudgeted is what a write of e, key's plain encoding made by codec,
+// holdBudgeted is what a write of e, a plain encoding made by codec,
 // stores under f's budget: e, or e compressed while over the budget (from
-// half of it for a list's object, ahead). It feeds the dictionary's
-// sample until the codec has one, and makes it from a quarter of the
+// a quarter of it for a list's object, ahead). It feeds the dictionary's
+// sample until the codec has one, and makes it from an eighth of the
 // budget.
 func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead bool) compact.Encoding {
 	b := f.budgetOf()
@@ -128,8 +128,8 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 	total := f.counted(b) + int64(e.Len()) + entryOverhead
 	if !codec.HasDictionary() {
 		f.cold.offer(codec, e)
-		if total > b.limit/4 {
-			f.cold.makeFromReservoir(codec, total > b.limit/2)
+		if total > b.limit/8 {
+			f.cold.makeFromReservoir(codec, total > b.limit/4)
 		}
 	}
 	if total > b.limit && !b.over.Load() {
@@ -138,7 +138,7 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 		default:
 		}
 	}
-	if threshold := b.limit; total <= threshold && (!ahead || total <= threshold/2) {
+	if total <= b.limit && (!ahead || total <= b.limit/4) {
 		return e
 	}
 	cold, smaller, err := codec.Cool(e)
@@ -161,17 +161,33 @@ func (t *coldTier) offer(codec *compact.Codec, e compact.Encoding) {
 	r.offer(e, t.cfg.Samples)
 }
 
+// minUrgentSamples is the fewest samples a write makes a dictionary from
+// when it needs one (a sweep makes it from what it has): one object's
+// encoding makes a dictionary for few others.
+const minUrgentSamples = 16
+
 // makeFromReservoir makes codec's dictionary from its reservoir once the
-// reservoir is full, or at once when now; no-op once made.
-func (t *coldTier) makeFromReservoir(codec *compact.Codec, now bool) {
+// reservoir is full, or, when urgent, has minUrgentSamples; no-op once
+// made.
+func (t *coldTier) makeFromReservoir(codec *compact.Codec, urgent bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.pool[codec]
-	if r == nil || len(r.picks) == 0 || (!now && len(r.picks) < t.cfg.Samples) {
+	if r == nil || len(r.picks) < min(t.cfg.Samples, minUrgentSamples) || (!urgent && len(r.picks) < t.cfg.Samples) {
 		return
 	}
 	delete(t.pool, codec)
 	t.makeLocked(codec, r.picks)
+}
+
+// makeNow makes codec's dictionary from its reservoir, whatever it holds.
+func (t *coldTier) makeNow(codec *compact.Codec) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.pool[codec]; r != nil {
+		delete(t.pool, codec)
+		t.makeLocked(codec, r.picks)
+	}
 }
 
 // Wake is sent to when a write finds the form over its budget, so that its
@@ -239,7 +255,7 @@ func (f *Compact) dictionaryFor(codec *compact.Codec, key string, e compact.Enco
 		return false
 	}
 	f.cold.offer(codec, e)
-	f.cold.makeFromReservoir(codec, true)
+	f.cold.makeNow(codec)
 	return codec.HasDictionary()
 }
 
