@@ -19,7 +19,8 @@ func TestHotCacheSetCapacity(t *testing.T) {
 				data[i] = []byte{byte(i)}
 				h.Put(fmt.Sprint("k", i), data[i], i)
 			}
-			require.Equal(t, capacity, h.Len())
+			full := h.Len() // shards fill unevenly
+			require.Greater(t, full, capacity*9/10)
 
 			h.SetCapacity(capacity / 4)
 			assert.LessOrEqual(t, h.Len(), h.Capacity())
@@ -47,7 +48,8 @@ func TestHotCacheSetCapacity(t *testing.T) {
 			for i := range capacity {
 				h.Put(fmt.Sprint("k", i), data[i], i)
 			}
-			assert.Equal(t, capacity, h.Len(), "grown back")
+			assert.Equal(t, capacity, h.Capacity())
+			assert.Equal(t, full, h.Len(), "grown back")
 		})
 	}
 }
