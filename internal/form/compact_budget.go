@@ -125,6 +125,7 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 	}
 	b.plainBytes.Add(int64(e.Len()))
 	b.plainHolds.Add(1)
+	f.capHot(b)
 	total := f.counted(b) + int64(e.Len()) + entryOverhead
 	if !codec.HasDictionary() {
 		f.cold.offer(codec, e)
@@ -147,6 +148,19 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 	}
 	f.cold.cooled.Add(1)
 	return cold
+}
+
+// capHot keeps the hot cache to a quarter of the budget b until a sweep
+// sizes it to the room the objects leave: the typical object is known from
+// the first write on.
+func (f *Compact) capHot(b *budget) {
+	if f.hot == nil {
+		return
+	}
+	most := b.limit / 4 / max(b.typical()*decodedPerByte, 1)
+	if cur := b.hotLimit.Load(); cur > most && b.hotLimit.CompareAndSwap(cur, most) {
+		f.hot.SetCapacity(int(most))
+	}
 }
 
 // offer samples e for codec's dictionary.
