@@ -227,5 +227,5 @@ type wakingSweeper struct {
 	ended atomic.Int64
 }
 
-func (w *wakingSweeper) Wake() <-chan struct{}                    { return w.wake }
+func (w *wakingSweeper) Wake() <-chan struct{}                     { return w.wake }
 func (w *wakingSweeper) SweepEnded(context.Context, time.Duration) { w.ended.Add(1) }
