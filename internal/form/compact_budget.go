@@ -291,7 +291,9 @@ func (f *Compact) budgetEnded(ctx context.Context) {
 			f.hot.SetCapacity(int(n))
 		}
 	}
-	over := stored > b.limit
+	// Only a sweep that compressed what it could knows the objects do not
+	// fit; one that started under the budget leaves that to the next.
+	over := stored > b.limit && (b.cooling || b.over.Load())
 	b.over.Store(over)
 	if over && b.reported.CompareAndSwap(false, true) {
 		klog.FromContext(ctx).Info("Warning: compact storage does not fit its memory budget with every object it could compress compressed; every object is kept",
