@@ -27,7 +27,7 @@ import (
 // lists, with the hot cache on; its objects read back equal, and the
 // sweeper stops with it.
 func TestMemoryBudgetThroughSync(t *testing.T) {
-	const pods, budget = 600, 1 << 20
+	const pods, budget = 600, form.DictionaryCost + 1<<20
 	objects := fixtures.Pods(5, pods)
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
@@ -82,7 +82,7 @@ func budgetIndexer(hot int, budget int64) (*cache, *form.Compact) {
 // store does, and the budget holds after each sweep when it can.
 func TestMemoryBudgetRandomizedAgainstClientGo(t *testing.T) {
 	ctx := context.Background()
-	for _, budget := range []int64{64 << 10, 8 << 10} {
+	for _, budget := range []int64{form.DictionaryCost + 64<<10, form.DictionaryCost + 8<<10} {
 		for _, hot := range []int{-1, 8} {
 			t.Run(fmt.Sprintf("budget=%d,hot=%d", budget, hot), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(43, uint64(budget)+uint64(hot+2)))

@@ -23,14 +23,20 @@ import (
 
 // entryOverhead estimates what an informer spends per object beside its
 // encoding: the key, the map's and the namespace index's slots (about
-// 100 B measured, docs/MEMORY.md "Per-entry overhead") and the label
-// table's entry.
-const entryOverhead = 160
+// 100 B measured, docs/MEMORY.md "Per-entry overhead"), the label table's
+// entry and the encoding's size-class rounding.
+const entryOverhead = 200
 
-// decodedPerByte estimates the heap of a decoded object per byte of its
-// plain encoding: a realistic pod is 23.5 KB decoded from about 10 KB, a
-// stripped one about 3 times its encoding.
-const decodedPerByte = 3
+// decodedPerByte estimates the heap of a hot object per byte of its plain
+// encoding: a realistic pod is 23.5 KB decoded from about 10 KB, a
+// stripped one about 3 times its encoding, and the hot cache keeps an
+// updated object's previous version too (measured: a stripped pod's hot
+// entry costs ~15 KB for a 3.9 KB encoding, docs/MEMORY.md).
+const decodedPerByte = 4
+
+// DictionaryCost is what a budget counts for each dictionary: its content,
+// the encoder's tables and the decoders (coldtier, ~0.9 MB).
+const DictionaryCost = 900 << 10
 
 // budget is a compact form's memory budget; see above.
 type budget struct {
@@ -96,11 +102,11 @@ func (f *Compact) budgetOf() *budget {
 	return f.cold.budget
 }
 
-// stored is what the form counts of its encodings: their bytes and the
-// store's cost per object.
+// stored is what the form counts of its encodings: their bytes, the
+// store's cost per object and the dictionaries.
 func (f *Compact) stored() (bytes, objects int64) {
 	b, n := f.labels.counted()
-	return b + n*entryOverhead, n
+	return b + n*entryOverhead + f.cold.made.Load()*DictionaryCost, n
 }
 
 // counted is what the budget b counts: stored and the hot cache's room,

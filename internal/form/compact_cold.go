@@ -84,6 +84,7 @@ type coldTier struct {
 	budget *budget // nil without one
 
 	cooled, warmed, failed atomic.Uint64
+	made                   atomic.Int64 // dictionaries made
 }
 
 // NewColdCompact is NewCompact with a cold tier.
@@ -207,6 +208,9 @@ func (t *coldTier) makeLocked(codec *compact.Codec, samples []compact.Encoding) 
 	size, err := codec.MakeDictionary(samples, t.cfg.DictionarySize)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not make a dictionary; objects stay uncompressed")
+	}
+	if size > 0 {
+		t.made.Add(1)
 	}
 	t.dicts += size
 }
