@@ -145,6 +145,9 @@ type steadyReport struct {
 	// start through its sync and the steady phase: what a memory budget
 	// is held to.
 	MaxLive uint64
+	// SteadyMaxLive is the highest live heap after a GC in the steady
+	// phase alone.
+	SteadyMaxLive uint64
 }
 
 // runInformer is the informer role: sync, report, then measure between the
@@ -201,16 +204,21 @@ func runInformer(c config) error {
 		return fmt.Errorf("expected start, got %q", in.Text())
 	}
 	s0, e0 := sample(), h.events()
+	stopSteady := make(chan struct{})
+	steadyPeak := make(chan peaks)
+	go samplePeak(stopSteady, steadyPeak)
 	if !in.Scan() || in.Text() != "stop" {
 		return fmt.Errorf("expected stop, got %q", in.Text())
 	}
 	s1, e1 := sample(), h.events()
 	close(stopWhole)
+	close(stopSteady)
 	maxLive := max((<-whole).live, s1.live)
+	steadyMax := max((<-steadyPeak).live, s1.live)
 	runtime.GC()
 	runtime.GC()
 	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu, GCSec: s1.gc - s0.gc, GCCycles: s1.cycles - s0.cycles,
-		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: sample().live, MaxLive: maxLive})
+		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: sample().live, MaxLive: maxLive, SteadyMaxLive: steadyMax})
 }
 
 // counters are the process's CPU time and allocation counters at one moment.
