@@ -28,8 +28,8 @@ type CompactOptions struct {
 	ColdAfter time.Duration
 	// MemoryBudget, in bytes, bounds what an informer's compact storage
 	// counts as its memory: its objects in every tier, an estimate of the
-	// store's cost per object, and the hot cache's decoded objects as
-	// estimated. Over it, the informer compresses objects coldest first
+	// store's cost per object, the compression dictionary, and the hot
+	// cache's decoded objects as estimated. Over it, the informer compresses objects coldest first
 	// (whatever ColdAfter says of their age), from the initial list on,
 	// and shrinks the hot cache; when every object compressed still does
 	// not fit, it keeps every object, logs that once and says so in
