@@ -1,7 +1,10 @@
 package cache
 
 import (
+	"fmt"
 	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/openinformer/cache/compactstats"
 	"github.com/openinformer/cache/internal/form"
@@ -23,7 +26,28 @@ type CompactOptions struct {
 	// uncompressed; a positive value below MinColdAfter is raised to it.
 	// Only informers sweep: a standalone NewCompactIndexer never compresses.
 	ColdAfter time.Duration
+	// MemoryBudget, in bytes, bounds what an informer's compact storage
+	// counts as its memory: its objects in every tier, an estimate of the
+	// store's cost per object, the compression dictionary, and the hot
+	// cache's decoded objects as estimated. Over it, the informer compresses objects coldest first
+	// (whatever ColdAfter says of their age), from the initial list on,
+	// and shrinks the hot cache; when every object compressed still does
+	// not fit, it keeps every object, logs that once and says so in
+	// InformerState.Storage (the Prometheus module's
+	// openinformer_storage_over_budget). It counts no decoded objects
+	// that handlers or callers keep. 0 (the zero value) is none; a
+	// negative value is reported as an error and means none. Without
+	// ColdAfter, objects are compressed only to stay under the budget, by
+	// sweeps every 30 s or as soon as writes exceed it.
+	// Only informers keep a budget: a standalone NewCompactIndexer
+	// ignores it.
+	MemoryBudget int64
 }
+
+// budgetSweepPeriod is the time between the sweeps of an informer with a
+// MemoryBudget and no ColdAfter; writes that exceed the budget start one
+// sooner.
+const budgetSweepPeriod = 30 * time.Second
 
 // MinColdAfter is the shortest CompactOptions.ColdAfter: each sweep walks
 // every object of the informer.
@@ -43,26 +67,41 @@ const DefaultHotObjects = 1000
 // Objects read back equal the ones written under equality.Semantic; see the
 // README's "Memory" section for where they differ under reflect.DeepEqual.
 func NewCompactIndexer(keyFunc KeyFunc, indexers Indexers, opts CompactOptions, storeOpts ...StoreOption) Indexer {
+	opts.MemoryBudget = 0
 	return newCache(keyFunc, indexers, append(storeOpts[:len(storeOpts):len(storeOpts)], opts.storeOption()))
 }
 
 // storeOption turns compact storage on in a store.
 func (o CompactOptions) storeOption() StoreOption {
 	var f *form.Compact
-	if o.ColdAfter > 0 {
-		f = form.NewColdCompact(o.HotObjects, form.Cold{})
+	if budget := o.budget(); o.ColdAfter > 0 || budget > 0 {
+		f = form.NewColdCompact(o.HotObjects, form.Cold{Budget: budget, OnlyOverBudget: o.ColdAfter <= 0})
 	} else {
 		f = form.NewCompact(o.HotObjects)
 	}
 	return func(c *cache) { c.form, c.compact = f, f }
 }
 
-// coldSweepPeriod is the time between an informer's sweeps; 0 for none.
-func coldSweepPeriod(o *CompactOptions) time.Duration {
-	if o == nil || o.ColdAfter <= 0 {
+// budget is o's MemoryBudget, 0 for none; a negative one is reported.
+func (o CompactOptions) budget() int64 {
+	if o.MemoryBudget < 0 {
+		utilruntime.HandleError(fmt.Errorf("CompactOptions.MemoryBudget is negative (%d): no memory budget", o.MemoryBudget))
 		return 0
 	}
-	return max(o.ColdAfter, MinColdAfter)
+	return o.MemoryBudget
+}
+
+// coldSweepPeriod is the time between an informer's sweeps; 0 for none.
+func coldSweepPeriod(o *CompactOptions) time.Duration {
+	switch {
+	case o == nil:
+		return 0
+	case o.ColdAfter > 0:
+		return max(o.ColdAfter, MinColdAfter)
+	case o.MemoryBudget > 0:
+		return budgetSweepPeriod
+	}
+	return 0
 }
 
 // compactStoreOptions is the store option of an informer's

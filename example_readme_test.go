@@ -119,6 +119,16 @@ func newColdInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
 	})
 }
 
+// newBudgetInformer keeps its pods in 128 MiB, compressing the coldest
+// first (README "Memory", the memory budget).
+func newBudgetInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, cache.SharedIndexInformerOptions{
+		Indexers:           cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		Compact:            &cache.CompactOptions{HotObjects: cache.DefaultHotObjects, MemoryBudget: 128 << 20},
+		StripManagedFields: true,
+	})
+}
+
 // newInformerWithEveryOption spells out every SharedIndexInformerOptions
 // field at its zero value, with what that value means.
 func newInformerWithEveryOption(lw cache.ListerWatcher) cache.SharedIndexInformer {
@@ -179,6 +189,7 @@ func Example_readme() {
 	_ = newBoundedInformer
 	_ = newLeanInformer
 	_ = newColdInformer
+	_ = newBudgetInformer
 	_ = newInformerWithEveryOption
 	_ = newRestartableInformer
 	_ = newRestartableFactory

@@ -287,7 +287,7 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		}
 	}()
 	if s.coldSweep > 0 {
-		wg.Go(func() { s.indexer.storage.SweepEvery(ctx, s.clock, s.coldSweep, s.indexer.compact.SweepEnded) })
+		wg.Go(func() { s.indexer.storage.SweepEvery(ctx, s.clock, s.coldSweep, s.indexer.compact) })
 	}
 	saved := s.runSnapshots(ctx, ctrl)
 	ctrl.RunWithContext(ctx)

@@ -75,6 +75,9 @@ func (f *boxForm) Labels(string, any) (*labelset.Set, bool) { return nil, false 
 // Retier keeps every box: boxes have one tier.
 func (f *boxForm) Retier(string, any) (any, bool) { return nil, false }
 
+// SweepPass walks once.
+func (f *boxForm) SweepPass(pass int) bool { return pass == 0 }
+
 func (f *boxForm) HoldAhead(key string, obj any) (any, error) { return f.Hold(key, obj) }
 
 func (f *boxForm) RecordCodec(runtime.Object) (*compact.Codec, bool, error) {

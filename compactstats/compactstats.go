@@ -23,4 +23,17 @@ type Stats struct {
 	// HotReads are the reads the hot cache answered; PlainDecodes and
 	// ColdDecodes the reads that decoded an object, by its tier.
 	HotReads, PlainDecodes, ColdDecodes uint64
+	// BudgetBytes is CompactOptions.MemoryBudget; 0 without one, and then
+	// the fields below are zero too.
+	BudgetBytes int64
+	// BudgetedBytes is what the budget counts now: the encodings of every
+	// tier, an estimate of the store's cost per object, and the hot
+	// cache's room at a typical object's decoded size.
+	BudgetedBytes int64
+	// OverBudget is set while the objects do not fit in the budget with
+	// every object that compresses compressed, as of the last sweep:
+	// every object is kept all the same.
+	OverBudget bool
+	// HotLimit is the hot cache's size as the budget sets it.
+	HotLimit int
 }

@@ -137,7 +137,7 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 		}
 	}()
 	for _, v := range order {
-		ch, err := startChild(srv, v)
+		ch, err := startChild(srv, v, c.pods)
 		if err != nil {
 			return res, err
 		}
@@ -175,8 +175,10 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 	return res, nil
 }
 
-func startChild(srv *servers, variant string) (*child, error) {
-	return spawn(srv, "informer", variant)
+// startChild starts variant's informer process; it is told the pod count,
+// which a memory budget scales with.
+func startChild(srv *servers, variant string, pods int) (*child, error) {
+	return spawn(srv, "informer", variant, fmt.Sprintf("-pods=%d", pods))
 }
 
 // spawn starts this binary in role for variant against srv, with extra

@@ -27,6 +27,13 @@ import (
 // that a pod not updated in the steady phase goes cold within it.
 const coldAfter = 15 * time.Second
 
+// budgetPer100k is the budget variants' CompactOptions.MemoryBudget for
+// 100,000 pods (issue 41's target), scaled to the pods served.
+const budgetPer100k = 128 << 20
+
+// budgetFor is the budget variants' MemoryBudget for pods.
+func budgetFor(pods int) int64 { return int64(budgetPer100k) * int64(pods) / 100_000 }
+
 // defaultVariants are the informers measured, each in its own process.
 // A "-list" suffix starts it with the WatchListClient feature off, so the
 // reflector LISTs instead of streaming the initial list.
@@ -49,7 +56,7 @@ func (c *counter) events() int64     { return c.adds.Load() + c.updates.Load() +
 
 // newInformer builds the named variant's pod informer over all namespaces,
 // listing and watching the way client-go's generated pod informer does.
-func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, func() int, func() bool, error) {
+func newInformer(name string, pods int, cs kubernetes.Interface, h *counter) (informer, func() int, func() bool, error) {
 	base := strings.TrimSuffix(name, "-list")
 	list := func(ctx context.Context, o metav1.ListOptions) (apiruntime.Object, error) {
 		return cs.CoreV1().Pods("").List(ctx, o)
@@ -85,6 +92,11 @@ func newInformer(name string, cs kubernetes.Interface, h *counter) (informer, fu
 	case "compact-cold-strip":
 		opts.Compact = &ours.CompactOptions{HotObjects: 1000, ColdAfter: coldAfter}
 		opts.StripManagedFields = true
+	case "compact-budget-strip":
+		opts.Compact = &ours.CompactOptions{HotObjects: 1000, MemoryBudget: budgetFor(pods)}
+		opts.StripManagedFields = true
+	case "compact-budget":
+		opts.Compact = &ours.CompactOptions{HotObjects: 1000, MemoryBudget: budgetFor(pods)}
 	default:
 		return nil, nil, nil, fmt.Errorf("unknown variant %q", name)
 	}
@@ -129,6 +141,13 @@ type steadyReport struct {
 	// EndLive is the live heap after the phase and a forced GC: with a
 	// cold tier, what the objects left untouched cost once cold.
 	EndLive uint64
+	// MaxLive is the highest live heap after a GC from the informer's
+	// start through its sync and the steady phase: what a memory budget
+	// is held to.
+	MaxLive uint64
+	// SteadyMaxLive is the highest live heap after a GC in the steady
+	// phase alone.
+	SteadyMaxLive uint64
 }
 
 // runInformer is the informer role: sync, report, then measure between the
@@ -139,13 +158,16 @@ func runInformer(c config) error {
 		return err
 	}
 	h := &counter{}
-	inf, count, handlerSynced, err := newInformer(c.variant, cs, h)
+	inf, count, handlerSynced, err := newInformer(c.variant, c.pods, cs, h)
 	if err != nil {
 		return err
 	}
 	runtime.GC()
 	runtime.GC()
 	before := sample()
+	stopWhole := make(chan struct{})
+	whole := make(chan peaks)
+	go samplePeak(stopWhole, whole)
 	stopSampler := make(chan struct{})
 	peak := make(chan peaks)
 	go samplePeak(stopSampler, peak)
@@ -182,14 +204,21 @@ func runInformer(c config) error {
 		return fmt.Errorf("expected start, got %q", in.Text())
 	}
 	s0, e0 := sample(), h.events()
+	stopSteady := make(chan struct{})
+	steadyPeak := make(chan peaks)
+	go samplePeak(stopSteady, steadyPeak)
 	if !in.Scan() || in.Text() != "stop" {
 		return fmt.Errorf("expected stop, got %q", in.Text())
 	}
 	s1, e1 := sample(), h.events()
+	close(stopWhole)
+	close(stopSteady)
+	maxLive := max((<-whole).live, s1.live)
+	steadyMax := max((<-steadyPeak).live, s1.live)
 	runtime.GC()
 	runtime.GC()
 	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu, GCSec: s1.gc - s0.gc, GCCycles: s1.cycles - s0.cycles,
-		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: sample().live})
+		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: sample().live, MaxLive: maxLive, SteadyMaxLive: steadyMax})
 }
 
 // counters are the process's CPU time and allocation counters at one moment.

@@ -25,6 +25,8 @@ var metricsTable = []metric{
 		return float64(s.SteadyLive-min(s.BaseLive, s.SteadyLive)) / float64(s.Pods)
 	}},
 	{"end live MB", "%.0f", func(_ syncReport, st steadyReport) float64 { return mb(st.EndLive) }},
+	{"max live MB", "%.0f", func(_ syncReport, st steadyReport) float64 { return mb(st.MaxLive) }},
+	{"steady max live MB", "%.0f", func(_ syncReport, st steadyReport) float64 { return mb(st.SteadyMaxLive) }},
 	{"peak/steady", "%.2f", func(s syncReport, _ steadyReport) float64 { return float64(s.PeakLive) / float64(s.SteadyLive) }},
 	{"CPU µs/event", "%.1f", func(_ syncReport, st steadyReport) float64 { return perEvent(st.CPUSec*1e6, st) }},
 	{"GC µs/event", "%.1f", func(_ syncReport, st steadyReport) float64 { return perEvent(st.GCSec*1e6, st) }},

@@ -128,7 +128,9 @@ func (h *HotCache[V]) Put(key string, data []byte, value V) {
 	defer s.mu.Unlock()
 	i, ok := s.index[key]
 	if !ok {
-		i = s.claimLocked(key)
+		if i = s.claimLocked(key); i < 0 {
+			return
+		}
 	}
 	slot := &s.slots[i]
 	slot.prev = slot.cur
@@ -146,14 +148,22 @@ func (h *HotCache[V]) Offer(key string, data []byte, value V) {
 	if _, ok := s.index[key]; ok {
 		return
 	}
-	slot := &s.slots[s.claimLocked(key)]
+	i := s.claimLocked(key)
+	if i < 0 {
+		return
+	}
+	slot := &s.slots[i]
 	slot.cur = hotVersion[V]{data, value}
 	slot.used.Store(false)
 }
 
 // claimLocked gives key an empty slot, growing the shard up to its limit
-// and evicting another key beyond it, and returns the slot's index.
+// and evicting another key beyond it, and returns the slot's index; -1
+// when the shard's limit is 0 (SetCapacity).
 func (s *hotShard[V]) claimLocked(key string) int {
+	if s.limit == 0 {
+		return -1
+	}
 	i := len(s.slots)
 	if i < s.limit {
 		s.slots = append(s.slots, hotSlot[V]{})
@@ -217,4 +227,44 @@ func (h *HotCache[V]) Len() int {
 }
 
 // Capacity is the most entries the cache holds.
-func (h *HotCache[V]) Capacity() int { return len(h.shards) * h.shards[0].limit }
+func (h *HotCache[V]) Capacity() int {
+	n := 0
+	for i := range h.shards {
+		s := &h.shards[i]
+		s.mu.RLock()
+		n += s.limit
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// SetCapacity changes the most entries the cache holds to capacity (spread
+// over its shards as NewHotCache does; 0 keeps none), evicting the entries
+// beyond it: a memory budget shrinks the cache and lets it grow back.
+func (h *HotCache[V]) SetCapacity(capacity int) {
+	capacity = max(capacity, 0)
+	per := (capacity + len(h.shards) - 1) / len(h.shards)
+	for i := range h.shards {
+		h.shards[i].setLimit(per)
+	}
+}
+
+// setLimit sets the shard's limit, dropping the slots beyond it.
+func (s *hotShard[V]) setLimit(limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = limit
+	if len(s.slots) <= limit {
+		return
+	}
+	for i := limit; i < len(s.slots); i++ {
+		if s.slots[i].live {
+			s.buryLocked(&s.slots[i])
+		}
+	}
+	clear(s.slots[limit:]) // the objects go with their entries, kept only weakly
+	s.slots = s.slots[:limit]
+	if s.hand >= limit {
+		s.hand = 0
+	}
+}

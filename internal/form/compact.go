@@ -57,10 +57,11 @@ func (f *Compact) Hold(key string, obj any) (any, error) {
 		f.labels.adopt(key, e)
 		return e, nil
 	}
-	data, err := f.encode(key, obj)
+	codec, data, err := f.encode(key, obj)
 	if err != nil {
 		return nil, err
 	}
+	data = f.holdBudgeted(codec, data, false)
 	if f.hot != nil {
 		f.hot.Put(key, data.Identity(), obj)
 	}
@@ -75,29 +76,31 @@ func (f *Compact) Hold(key string, obj any) (any, error) {
 // for the collector to mark) and evict them before the fan-out reached
 // them. Measured in docs/PERFORMANCE.md (issue 28, sync).
 func (f *Compact) HoldAhead(key string, obj any) (any, error) {
-	data, err := f.encode(key, obj)
+	codec, data, err := f.encode(key, obj)
 	if err != nil {
 		return nil, err
 	}
+	data = f.holdBudgeted(codec, data, true)
 	f.labels.put(key, data, obj)
 	return data, nil
 }
 
-// encode is obj's encoding, made by its type's codec.
-func (f *Compact) encode(key string, obj any) (compact.Encoding, error) {
+// encode is obj's encoding, made by its type's codec, which it returns
+// too.
+func (f *Compact) encode(key string, obj any) (*compact.Codec, compact.Encoding, error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
-		return compact.Encoding{}, fmt.Errorf("compact storage keeps API objects (runtime.Object) only, not %T (key %q)", obj, key)
+		return nil, compact.Encoding{}, fmt.Errorf("compact storage keeps API objects (runtime.Object) only, not %T (key %q)", obj, key)
 	}
 	codec, err := f.codecFor(ro)
 	if err != nil {
-		return compact.Encoding{}, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
+		return nil, compact.Encoding{}, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
 	}
 	data, err := codec.Encode(ro)
 	if err != nil {
-		return compact.Encoding{}, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
+		return nil, compact.Encoding{}, fmt.Errorf("compact storage cannot keep %q: %w", key, err)
 	}
-	return data, nil
+	return codec, data, nil
 }
 
 // codecFor returns the codec for obj's Go type, made on first use with the

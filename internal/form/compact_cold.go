@@ -30,6 +30,13 @@ type Cold struct {
 	// comes back to a key sampled (the type has fewer objects); 0 is
 	// DefaultColdSamples.
 	Samples int
+	// Budget, when positive, bounds the form's memory in bytes (see
+	// compact_budget.go): a sweep over it compresses untouched objects
+	// whatever their age, then the rest, and shrinks the hot cache.
+	Budget int64
+	// OnlyOverBudget compresses objects only to keep the form under
+	// Budget, never for their age alone.
+	OnlyOverBudget bool
 }
 
 // DefaultColdSamples spreads a dictionary over objects of many owners and
@@ -70,10 +77,14 @@ type coldTier struct {
 	samples map[*compact.Codec]map[string]compact.Encoding // by key, per codec without a dictionary yet
 	sweep   Tiers                                          // the sweep under way
 	last    Tiers                                          // the last sweep's, once ended
+	pool    map[*compact.Codec]*reservoir                  // with a budget: samples by codec, until it has a dictionary
 	dicts   int                                            // bytes of the dictionaries made
 	swept   time.Duration                                  // the time sweeps took
 
+	budget *budget // nil without one
+
 	cooled, warmed, failed atomic.Uint64
+	made                   atomic.Int64 // dictionaries made
 }
 
 // NewColdCompact is NewCompact with a cold tier.
@@ -82,7 +93,11 @@ func NewColdCompact(hotObjects int, cold Cold) *Compact {
 	if cold.Samples <= 0 {
 		cold.Samples = DefaultColdSamples
 	}
-	f.cold = &coldTier{cfg: cold, samples: map[*compact.Codec]map[string]compact.Encoding{}}
+	f.cold = &coldTier{cfg: cold, samples: map[*compact.Codec]map[string]compact.Encoding{}, pool: map[*compact.Codec]*reservoir{}}
+	if cold.Budget > 0 {
+		f.cold.budget = &budget{limit: cold.Budget, hotObjects: max(hotObjects, 0), wake: make(chan struct{}, 1)}
+		f.cold.budget.hotLimit.Store(int64(max(hotObjects, 0)))
+	}
 	return f
 }
 
@@ -111,11 +126,13 @@ func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding) (
 	touched := f.labels.untouch(key, e)
 	switch cold := codec.Cold(e); {
 	case touched && cold:
+		if !f.roomToWarm(e) {
+			return e, false
+		}
 		next, err := codec.Warm(e)
 		return f.moved(key, e, next, err, &f.cold.warmed)
 	case !touched && !cold:
-		if !codec.HasDictionary() {
-			f.cold.sample(codec, key, e)
+		if !f.coolUntouched() || !f.dictionaryFor(codec, key, e) {
 			return e, false
 		}
 		next, smaller, err := codec.Cool(e)
@@ -149,8 +166,10 @@ func (t *coldTier) tally(e compact.Encoding, cold bool) {
 }
 
 // SweepEnded publishes the tiers the sweep just ended found (Stats),
-// counts the time it took, and starts the next count.
-func (f *Compact) SweepEnded(took time.Duration) {
+// counts the time it took, and starts the next count; under a budget, it
+// sizes the hot cache and reports a budget the objects cannot fit in
+// (logged once to ctx's logger).
+func (f *Compact) SweepEnded(ctx context.Context, took time.Duration) {
 	if f.cold == nil {
 		return
 	}
@@ -158,6 +177,7 @@ func (f *Compact) SweepEnded(took time.Duration) {
 	f.cold.last, f.cold.sweep = f.cold.sweep, Tiers{}
 	f.cold.swept += took
 	f.cold.mu.Unlock()
+	f.budgetEnded(ctx)
 }
 
 // sample keeps key's e for codec's dictionary, and makes it once there
@@ -180,9 +200,17 @@ func (t *coldTier) sample(codec *compact.Codec, key string, e compact.Encoding) 
 	for _, k := range slices.Sorted(maps.Keys(s)) { // the same dictionary every run
 		samples = append(samples, s[k])
 	}
+	t.makeLocked(codec, samples)
+}
+
+// makeLocked makes codec's dictionary from samples; t.mu is held.
+func (t *coldTier) makeLocked(codec *compact.Codec, samples []compact.Encoding) {
 	size, err := codec.MakeDictionary(samples, t.cfg.DictionarySize)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not make a dictionary; objects stay uncompressed")
+	}
+	if size > 0 {
+		t.made.Add(1)
 	}
 	t.dicts += size
 }
@@ -206,6 +234,10 @@ func (f *Compact) Stats() compactstats.Stats {
 		t := f.cold.last
 		s.PlainObjects, s.ColdObjects, s.PlainBytes, s.ColdBytes = t.PlainObjects, t.ColdObjects, t.PlainBytes, t.ColdBytes
 		s.DictionaryBytes, s.SweepSeconds = f.cold.dicts, f.cold.swept.Seconds()
+	}
+	if b := f.budgetOf(); b != nil {
+		s.BudgetBytes, s.BudgetedBytes, s.OverBudget = b.limit, f.counted(b), b.over.Load()
+		s.HotLimit = int(b.hotLimit.Load())
 	}
 	return s
 }

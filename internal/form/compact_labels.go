@@ -3,6 +3,7 @@ package form
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/openinformer/cache/internal/compact"
@@ -21,10 +22,15 @@ import (
 //
 // It is spread over shards, each with its own lock, as readers of many
 // keys run beside the writer.
+//
+// The entries also count the encodings' bytes, so that a memory budget
+// knows what the form holds without walking it.
 type heldLabels struct {
 	seed     maphash.Seed
 	interner labelset.Interner
 	shards   [labelShards]labelShard
+	// bytes is the sum of the entries' sizes, entries their number.
+	bytes, entries atomic.Int64
 }
 
 const labelShards = 16
@@ -35,14 +41,42 @@ type labelShard struct {
 	byKey map[string]labelEntry
 }
 
-// labelEntry is the labels of one encoding. touched is the cold tier's
-// reference bit: set by every write and kept read of the key, cleared by
-// each sweep (untouch), so that an entry found untouched has not been used
-// for a whole sweep period.
+// labelEntry is the labels of one encoding: nil for an encoding adopted
+// without them (a restart snapshot's), whose bytes are counted all the
+// same. touched is the cold tier's reference bit: set by every write and
+// kept read of the key, cleared by each sweep (untouch), so that an entry
+// found untouched has not been used for a whole sweep period. size is the
+// encoding's length.
 type labelEntry struct {
 	identity *byte
 	set      *labelset.Set
+	size     uint32
 	touched  bool
+}
+
+// store sets key's entry in s, whose lock the caller holds, and counts
+// the change of bytes.
+func (h *heldLabels) store(s *labelShard, key string, entry labelEntry) {
+	old, ok := s.byKey[key]
+	s.byKey[key] = entry
+	h.bytes.Add(int64(entry.size) - int64(old.size))
+	if !ok {
+		h.entries.Add(1)
+	}
+}
+
+// remove deletes key's entry from s, whose lock the caller holds.
+func (h *heldLabels) remove(s *labelShard, key string) {
+	if old, ok := s.byKey[key]; ok {
+		delete(s.byKey, key)
+		h.bytes.Add(-int64(old.size))
+		h.entries.Add(-1)
+	}
+}
+
+// counted is the bytes of the encodings with an entry, and their number.
+func (h *heldLabels) counted() (bytes, entries int64) {
+	return h.bytes.Load(), h.entries.Load()
 }
 
 func newHeldLabels() *heldLabels {
@@ -70,32 +104,44 @@ func (h *heldLabels) put(key string, e compact.Encoding, obj any) {
 	set := h.interner.Intern(m.GetLabels())
 	s := h.shard(key)
 	s.mu.Lock()
-	s.byKey[key] = labelEntry{identity: identity(e), set: set, touched: true}
+	h.store(s, key, labelEntry{identity: identity(e), set: set, size: uint32(e.Len()), touched: true})
 	s.mu.Unlock()
 }
 
-// offer is put for a key without an entry: a read records what no write
-// has. A key's entry for another encoding stays, as the encoding read may
-// be the one a write is replacing (an update's old object).
+// offer is put for a key without labels known: a read records what no
+// write has. A key's entry for another encoding stays, as the encoding
+// read may be the one a write is replacing (an update's old object); an
+// adopted entry for e keeps its reference bit.
 func (h *heldLabels) offer(key string, e compact.Encoding, obj any) {
 	s := h.shard(key)
 	s.mu.Lock()
-	_, known := s.byKey[key]
-	s.mu.Unlock()
-	if !known {
-		h.put(key, e, obj)
+	entry, ok := s.byKey[key]
+	if ok && (entry.set != nil || entry.identity != identity(e)) {
+		s.mu.Unlock()
+		return
 	}
+	s.mu.Unlock()
+	m, isObj := objmeta.Of(obj)
+	if !isObj {
+		return
+	}
+	set := h.interner.Intern(m.GetLabels())
+	s.mu.Lock()
+	if cur, ok := s.byKey[key]; !ok || (cur.set == nil && cur.identity == identity(e)) {
+		h.store(s, key, labelEntry{identity: identity(e), set: set, size: uint32(e.Len()), touched: cur.touched || !ok})
+	}
+	s.mu.Unlock()
 }
 
 // adopt keeps key's entry only if it is e's: e was held elsewhere (a
 // watch-list's buffer, which recorded its labels, or a restart snapshot,
 // which did not), and an entry for another encoding would keep a read
-// from learning e's.
+// from learning e's. An entry without labels then counts e's bytes.
 func (h *heldLabels) adopt(key string, e compact.Encoding) {
 	s := h.shard(key)
 	s.mu.Lock()
-	if entry, ok := s.byKey[key]; ok && entry.identity != identity(e) {
-		delete(s.byKey, key)
+	if entry, ok := s.byKey[key]; !ok || entry.identity != identity(e) {
+		h.store(s, key, labelEntry{identity: identity(e), size: uint32(e.Len()), touched: true})
 	}
 	s.mu.Unlock()
 }
@@ -131,8 +177,8 @@ func (h *heldLabels) rekey(key string, e, next compact.Encoding) {
 	s := h.shard(key)
 	s.mu.Lock()
 	if entry, ok := s.byKey[key]; ok && entry.identity == identity(e) {
-		entry.identity = identity(next)
-		s.byKey[key] = entry
+		entry.identity, entry.size = identity(next), uint32(next.Len())
+		h.store(s, key, entry)
 	}
 	s.mu.Unlock()
 }
@@ -143,7 +189,7 @@ func (h *heldLabels) get(key string, e compact.Encoding) (*labelset.Set, bool) {
 	s.mu.Lock()
 	entry, ok := s.byKey[key]
 	s.mu.Unlock()
-	if !ok || entry.identity != identity(e) {
+	if !ok || entry.identity != identity(e) || entry.set == nil {
 		return nil, false
 	}
 	return entry.set, true
@@ -153,6 +199,6 @@ func (h *heldLabels) get(key string, e compact.Encoding) (*labelset.Set, bool) {
 func (h *heldLabels) drop(key string) {
 	s := h.shard(key)
 	s.mu.Lock()
-	delete(s.byKey, key)
+	h.remove(s, key)
 	s.mu.Unlock()
 }

@@ -62,6 +62,10 @@ type Form interface {
 	// (the same object in another tier), and false to keep held. The store
 	// swaps only if key still holds held.
 	Retier(key string, held any) (next any, ok bool)
+	// SweepPass is called before each walk of a Sweep over every key,
+	// pass 0 first, and reports whether to walk (again): a form with a
+	// memory budget may need a second round of its clock.
+	SweepPass(pass int) bool
 	// RecordCodec returns the codec that writes a restart snapshot's
 	// records for objects of example's type, and whether held values are
 	// that codec's encodings already (else they are objects to encode).
@@ -86,6 +90,9 @@ func (Plain) Labels(string, any) (*labelset.Set, bool) { return nil, false }
 
 // Retier keeps every object as it is: plain objects have one tier.
 func (Plain) Retier(string, any) (any, bool) { return nil, false }
+
+// SweepPass walks once: plain objects have one tier.
+func (Plain) SweepPass(pass int) bool { return pass == 0 }
 
 // Drop keeps nothing to drop.
 func (Plain) Drop(string) {}

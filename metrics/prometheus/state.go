@@ -42,6 +42,16 @@ var (
 		"Size of the cold tier's compression dictionaries.", informerLabels, nil)
 	sweepSecondsDesc = prometheus.NewDesc("openinformer_storage_sweep_seconds_total",
 		"Time the cold tier's background sweeps took.", informerLabels, nil)
+	budgetBytesDesc = prometheus.NewDesc("openinformer_storage_budget_bytes",
+		"The informer's CompactOptions.MemoryBudget; only informers with one have the budget series.", informerLabels, nil)
+	budgetedBytesDesc = prometheus.NewDesc("openinformer_storage_budgeted_bytes",
+		"What the memory budget counts: every tier's encoded bytes, the store's cost per object and the hot cache's decoded objects, as estimated.",
+		informerLabels, nil)
+	overBudgetDesc = prometheus.NewDesc("openinformer_storage_over_budget",
+		"1 while the objects do not fit in the memory budget with every object that compresses compressed (every object is kept), else 0.",
+		informerLabels, nil)
+	hotLimitDesc = prometheus.NewDesc("openinformer_storage_hot_objects_limit",
+		"The hot cache's size as the memory budget sets it.", informerLabels, nil)
 )
 
 // stateCollectorName is the key of the state collector among m's collectors.
@@ -109,7 +119,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- syncedDesc
 	ch <- cachedObjectsDesc
 	ch <- lastEventAgeDesc
-	for _, d := range []*prometheus.Desc{tierObjectsDesc, tierBytesDesc, tierMovesDesc, readsDesc, dictionaryBytesDesc, sweepSecondsDesc} {
+	for _, d := range []*prometheus.Desc{tierObjectsDesc, tierBytesDesc, tierMovesDesc, readsDesc, dictionaryBytesDesc, sweepSecondsDesc,
+		budgetBytesDesc, budgetedBytesDesc, overBudgetDesc, hotLimitDesc} {
 		ch <- d
 	}
 }
@@ -162,6 +173,16 @@ func collectStorage(ch chan<- prometheus.Metric, s compactstats.Stats, values []
 	counter(readsDesc, float64(s.ColdDecodes), with("cold"))
 	gauge(dictionaryBytesDesc, float64(s.DictionaryBytes), values)
 	counter(sweepSecondsDesc, s.SweepSeconds, values)
+	if s.BudgetBytes > 0 {
+		over := 0.0
+		if s.OverBudget {
+			over = 1
+		}
+		gauge(budgetBytesDesc, float64(s.BudgetBytes), values)
+		gauge(budgetedBytesDesc, float64(s.BudgetedBytes), values)
+		gauge(overBudgetDesc, over, values)
+		gauge(hotLimitDesc, float64(s.HotLimit), values)
+	}
 }
 
 // stampedGauge is the store's resource-version gauge, which the store sets each time it applies

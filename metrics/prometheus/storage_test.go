@@ -82,3 +82,38 @@ openinformer_storage_tier_moves_total` + l("move", "warmed") + ` 5
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), storageNames...))
 }
+
+var budgetNames = []string{"openinformer_storage_budget_bytes", "openinformer_storage_budgeted_bytes",
+	"openinformer_storage_over_budget", "openinformer_storage_hot_objects_limit"}
+
+// An informer with a memory budget publishes it, what it counts, the hot cache's size and
+// whether its objects fit; one without a budget publishes none of these.
+func TestStorageBudgetSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	id := podsID(t)
+	m.ObserveInformerState(id, storageState{compactstats.Stats{PlainObjects: 10, PlainBytes: 30000}})
+	n, err := testutil.GatherAndCount(reg, budgetNames...)
+	require.NoError(t, err)
+	require.Zero(t, n, "no budget series without a budget")
+
+	m.ObserveInformerState(id, storageState{compactstats.Stats{
+		ColdObjects: 20, ColdBytes: 5000, BudgetBytes: 4096, BudgetedBytes: 8200, OverBudget: true, HotLimit: 0,
+	}})
+	l := `{group="",name="pods-informer",resource="pods",version="v1"}`
+	want := `
+# HELP openinformer_storage_budget_bytes The informer's CompactOptions.MemoryBudget; only informers with one have the budget series.
+# TYPE openinformer_storage_budget_bytes gauge
+openinformer_storage_budget_bytes` + l + ` 4096
+# HELP openinformer_storage_budgeted_bytes What the memory budget counts: every tier's encoded bytes, the store's cost per object and the hot cache's decoded objects, as estimated.
+# TYPE openinformer_storage_budgeted_bytes gauge
+openinformer_storage_budgeted_bytes` + l + ` 8200
+# HELP openinformer_storage_hot_objects_limit The hot cache's size as the memory budget sets it.
+# TYPE openinformer_storage_hot_objects_limit gauge
+openinformer_storage_hot_objects_limit` + l + ` 0
+# HELP openinformer_storage_over_budget 1 while the objects do not fit in the memory budget with every object that compresses compressed (every object is kept), else 0.
+# TYPE openinformer_storage_over_budget gauge
+openinformer_storage_over_budget` + l + ` 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), budgetNames...))
+}

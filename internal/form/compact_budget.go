@@ -1,0 +1,308 @@
+package form
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"k8s.io/klog/v2"
+
+	"github.com/openinformer/cache/internal/compact"
+)
+
+// A memory budget (Cold.Budget) bounds what a compact form counts as its
+// memory: every tier's encoded bytes, an estimate of the store's cost per
+// object beside them, and the hot cache's decoded objects as estimated.
+// Over the budget, a sweep compresses objects in CLOCK order (untouched
+// since the last sweep first, then, on a second walk, the rest) down to
+// budgetLow of it, and then gives the hot cache what room is left. Writes
+// between sweeps compress at once while the form is over its budget, and a
+// list's objects, which wait for the whole list out of any sweep's reach,
+// from a quarter of it. When every object compressed still does not fit, every
+// object is kept: the form says so (Stats, a log line once).
+
+// entryOverhead estimates what an informer spends per object beside its
+// encoding: the key, the map's and the namespace index's slots (about
+// 100 B measured, docs/MEMORY.md "Per-entry overhead"), the label table's
+// entry and the encoding's size-class rounding.
+const entryOverhead = 200
+
+// decodedPerByte estimates the heap of a hot object per byte of its plain
+// encoding: a realistic pod is 23.5 KB decoded from about 10 KB, a
+// stripped one about 3 times its encoding, and the hot cache keeps an
+// updated object's previous version too (measured: a stripped pod's hot
+// entry costs ~15 KB for a 3.9 KB encoding, docs/MEMORY.md).
+const decodedPerByte = 4
+
+// DictionaryCost is what a budget counts for each dictionary: its content,
+// the encoder's tables and the decoders (coldtier, ~0.9 MB).
+const DictionaryCost = 900 << 10
+
+// budget is a compact form's memory budget; see above.
+type budget struct {
+	limit int64
+	// hotObjects is the hot cache's size as configured, hotLimit its size
+	// now, which the sweeps set.
+	hotObjects int
+	hotLimit   atomic.Int64
+	// plainBytes and plainHolds sum the plain encodings made, for the
+	// size of a typical object.
+	plainBytes, plainHolds atomic.Int64
+	// cooling is set by a sweep that started over the limit; only the
+	// sweep reads or writes it.
+	cooling bool
+	// over is set by a sweep that ended over the limit with every object
+	// it could compress compressed; reported once it was logged.
+	over, reported atomic.Bool
+	// wake is sent to, without blocking, by a write over the limit.
+	wake chan struct{}
+}
+
+// low is where a sweep over the budget stops compressing, and what the
+// hot cache may fill up to: below the limit, so that a few writes do not
+// send the form over it again at once.
+func (b *budget) low() int64 { return b.limit - b.limit/8 }
+
+// typical is the mean size of a plain encoding made so far; 0 before any.
+func (b *budget) typical() int64 {
+	n := b.plainHolds.Load()
+	if n == 0 {
+		return 0
+	}
+	return b.plainBytes.Load() / n
+}
+
+// reservoir keeps a uniform sample of the encodings offered, for a
+// dictionary made before any sweep: a list's first objects alone would be
+// one owner's.
+type reservoir struct {
+	seen  int
+	picks []compact.Encoding
+	rng   *rand.Rand
+}
+
+// offer counts e and keeps it with the probability that keeps the picks
+// uniform over everything offered.
+func (r *reservoir) offer(e compact.Encoding, size int) {
+	r.seen++
+	if len(r.picks) < size {
+		r.picks = append(r.picks, e)
+		return
+	}
+	if j := r.rng.IntN(r.seen); j < size {
+		r.picks[j] = e
+	}
+}
+
+// budgetOf is f's budget, nil without one.
+func (f *Compact) budgetOf() *budget {
+	if f.cold == nil {
+		return nil
+	}
+	return f.cold.budget
+}
+
+// stored is what the form counts of its encodings: their bytes, the
+// store's cost per object and the dictionaries.
+func (f *Compact) stored() (bytes, objects int64) {
+	b, n := f.labels.counted()
+	return b + n*entryOverhead + f.cold.made.Load()*DictionaryCost, n
+}
+
+// counted is what the budget b counts: stored and the hot cache's room,
+// at a typical object's decoded size.
+func (f *Compact) counted(b *budget) int64 {
+	s, n := f.stored()
+	if f.hot == nil {
+		return s
+	}
+	return s + min(b.hotLimit.Load(), n)*b.typical()*decodedPerByte
+}
+
+// holdBudgeted is what a write of e, a plain encoding made by codec,
+// stores under f's budget: e, or e compressed while over the budget (from
+// a quarter of it for a list's object, ahead). It feeds the dictionary's
+// sample until the codec has one, and makes it from an eighth of the
+// budget.
+func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead bool) compact.Encoding {
+	b := f.budgetOf()
+	if b == nil {
+		return e
+	}
+	b.plainBytes.Add(int64(e.Len()))
+	b.plainHolds.Add(1)
+	f.capHot(b)
+	total := f.counted(b) + int64(e.Len()) + entryOverhead
+	if !codec.HasDictionary() {
+		f.cold.offer(codec, e)
+		if total > b.limit/8 {
+			f.cold.makeFromReservoir(codec, total > b.limit/4)
+		}
+	}
+	if total > b.limit && !b.over.Load() {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
+	if total <= b.limit && (!ahead || total <= b.limit/4) {
+		return e
+	}
+	cold, smaller, err := codec.Cool(e)
+	if err != nil || !smaller {
+		return e // a failure to compress is the sweep's to report
+	}
+	f.cold.cooled.Add(1)
+	return cold
+}
+
+// capHot keeps the hot cache to a quarter of the budget b until a sweep
+// sizes it to the room the objects leave: the typical object is known from
+// the first write on.
+func (f *Compact) capHot(b *budget) {
+	if f.hot == nil {
+		return
+	}
+	most := b.limit / 4 / max(b.typical()*decodedPerByte, 1)
+	if cur := b.hotLimit.Load(); cur > most && b.hotLimit.CompareAndSwap(cur, most) {
+		f.hot.SetCapacity(int(most))
+	}
+}
+
+// offer samples e for codec's dictionary.
+func (t *coldTier) offer(codec *compact.Codec, e compact.Encoding) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.pool[codec]
+	if r == nil {
+		r = &reservoir{rng: rand.New(rand.NewPCG(1, 2))}
+		t.pool[codec] = r
+	}
+	r.offer(e, t.cfg.Samples)
+}
+
+// minUrgentSamples is the fewest samples a write makes a dictionary from
+// when it needs one (a sweep makes it from what it has): one object's
+// encoding makes a dictionary for few others.
+const minUrgentSamples = 16
+
+// makeFromReservoir makes codec's dictionary from its reservoir once the
+// reservoir is full, or, when urgent, has minUrgentSamples; no-op once
+// made.
+func (t *coldTier) makeFromReservoir(codec *compact.Codec, urgent bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.pool[codec]
+	if r == nil || len(r.picks) < min(t.cfg.Samples, minUrgentSamples) || (!urgent && len(r.picks) < t.cfg.Samples) {
+		return
+	}
+	delete(t.pool, codec)
+	t.makeLocked(codec, r.picks)
+}
+
+// makeNow makes codec's dictionary from its reservoir, whatever it holds.
+func (t *coldTier) makeNow(codec *compact.Codec) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.pool[codec]; r != nil {
+		delete(t.pool, codec)
+		t.makeLocked(codec, r.picks)
+	}
+}
+
+// Wake is sent to when a write finds the form over its budget, so that its
+// sweeper sweeps before its period is up; nil without a budget.
+func (f *Compact) Wake() <-chan struct{} {
+	if b := f.budgetOf(); b != nil {
+		return b.wake
+	}
+	return nil
+}
+
+// SweepPass is called before each walk of a store's Sweep over its keys,
+// pass 0 first, and reports whether to walk: once, and a second time when
+// a budget is still exceeded after the first walk has cleared every
+// reference bit (CLOCK's second round).
+func (f *Compact) SweepPass(pass int) bool {
+	b := f.budgetOf()
+	switch {
+	case pass == 0:
+		if b != nil {
+			b.cooling = f.counted(b) > b.limit
+		}
+		return true
+	case pass == 1 && b != nil && b.cooling && f.counted(b) > b.low():
+		f.cold.mu.Lock()
+		f.cold.sweep = Tiers{} // the walk counts every object again
+		f.cold.mu.Unlock()
+		return true
+	}
+	return false
+}
+
+// coolUntouched reports whether an untouched plain object goes cold: always
+// with an age (ColdAfter), else while the sweep brings the form under its
+// budget.
+func (f *Compact) coolUntouched() bool {
+	b := f.budgetOf()
+	if b == nil || !f.cold.cfg.OnlyOverBudget {
+		return true
+	}
+	return b.cooling && f.counted(b) > b.low()
+}
+
+// roomToWarm reports whether cold e, touched, may be stored plain again:
+// always without a budget, else when a typical plain object fits under
+// the budget's low mark and no sweep is compressing.
+func (f *Compact) roomToWarm(e compact.Encoding) bool {
+	b := f.budgetOf()
+	if b == nil {
+		return true
+	}
+	return !b.cooling && f.counted(b)+b.typical()-int64(e.Len()) <= b.low()
+}
+
+// dictionaryFor makes codec's dictionary for a sweep that would compress,
+// from the budget's reservoir (offering it e, a plain encoding); without a
+// budget, the sweep samples e instead. It reports whether codec can
+// compress.
+func (f *Compact) dictionaryFor(codec *compact.Codec, key string, e compact.Encoding) bool {
+	if codec.HasDictionary() {
+		return true
+	}
+	if f.budgetOf() == nil {
+		f.cold.sample(codec, key, e)
+		return false
+	}
+	f.cold.offer(codec, e)
+	f.cold.makeNow(codec)
+	return codec.HasDictionary()
+}
+
+// budgetEnded is the end of a sweep under f's budget: the hot cache gets
+// the room left under the low mark, and a form that does not fit with
+// every object it could compress compressed says so.
+func (f *Compact) budgetEnded(ctx context.Context) {
+	b := f.budgetOf()
+	if b == nil {
+		return
+	}
+	stored, objects := f.stored()
+	if f.hot != nil {
+		n := int64(b.hotObjects)
+		if per := b.typical() * decodedPerByte; per > 0 {
+			n = min(max(b.low()-stored, 0)/per, n)
+		}
+		if b.hotLimit.Swap(n) != n {
+			f.hot.SetCapacity(int(n))
+		}
+	}
+	// Only a sweep that compressed what it could knows the objects do not
+	// fit; one that started under the budget leaves that to the next.
+	over := stored > b.limit && (b.cooling || b.over.Load())
+	b.over.Store(over)
+	if over && b.reported.CompareAndSwap(false, true) {
+		klog.FromContext(ctx).Info("Warning: compact storage does not fit its memory budget with every object it could compress compressed; every object is kept",
+			"budgetBytes", b.limit, "storedBytes", stored, "objects", objects)
+	}
+}
