@@ -39,7 +39,23 @@ func createPods(ctx context.Context, cs kubernetes.Interface, n, workers int) ([
 		refs[j] = podRef{p.Namespace, p.Name}
 		return createPod(ctx, cs, p)
 	})
-	return refs, err
+	return uniqueRefs(refs), err
+}
+
+// uniqueRefs drops repeated names: the fixtures draw each pod's name suffix
+// at random, as a ReplicaSet does, and 100k pods give two of one name (the
+// second create found the first), so the server holds one pod fewer than
+// were drawn.
+func uniqueRefs(refs []podRef) []podRef {
+	seen := make(map[podRef]bool, len(refs))
+	out := refs[:0]
+	for _, r := range refs {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // createPod writes one fixture pod as its two managers would. A request
