@@ -237,12 +237,13 @@ controllerruntime:
 ## kube-apiserver v1.37.2 (built exactly as realserver-bench builds it, so
 ## the two share the build cache) and etcd v3.7.3 built from its module.
 ## Every result is printed (docs/CONTROLLER-RUNTIME.md). Used by CI, in both
-## modes; CR_MODES=default (or compact) runs one.
+## modes; CR_MODES=default (or compact) runs one; CR_APISERVER=path uses a
+## kube-apiserver already built instead of building one.
 CR_APISERVER := $(CURDIR)/bench/kubeapiserver/bin/kube-apiserver
 CR_ETCD      := $(CURDIR)/controllerruntime/envtest/bin/etcd
 CR_MODES     ?= default,compact
 controllerruntime-envtest:
-	cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(if $(filter $(CURDIR)/bench/kubeapiserver/bin/kube-apiserver,$(CR_APISERVER)),cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver)
 	cd controllerruntime/envtest && $(GO) build -o bin/etcd ./cmd/etcd \
 		&& $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... \
 		&& TEST_ASSET_KUBE_APISERVER=$(CR_APISERVER) TEST_ASSET_ETCD=$(CR_ETCD) $(GO) test -race -count=1 ./manager \
