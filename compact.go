@@ -44,11 +44,6 @@ type CompactOptions struct {
 	MemoryBudget int64
 }
 
-// budgetSweepPeriod is the time between the sweeps of an informer with a
-// MemoryBudget and no ColdAfter; writes that exceed the budget start one
-// sooner.
-const budgetSweepPeriod = 30 * time.Second
-
 // MinColdAfter is the shortest CompactOptions.ColdAfter: each sweep walks
 // every object of the informer.
 const MinColdAfter = time.Second
@@ -73,35 +68,16 @@ func NewCompactIndexer(keyFunc KeyFunc, indexers Indexers, opts CompactOptions, 
 
 // storeOption turns compact storage on in a store.
 func (o CompactOptions) storeOption() StoreOption {
-	var f *form.Compact
-	if budget := o.budget(); o.ColdAfter > 0 || budget > 0 {
-		f = form.NewColdCompact(o.HotObjects, form.Cold{Budget: budget, OnlyOverBudget: o.ColdAfter <= 0})
-	} else {
-		f = form.NewCompact(o.HotObjects)
+	if o.MemoryBudget < 0 {
+		utilruntime.HandleError(fmt.Errorf("CompactOptions.MemoryBudget is negative (%d): no memory budget", o.MemoryBudget))
 	}
+	f := form.NewForOptions(o.HotObjects, o.ColdAfter, o.MemoryBudget)
 	return func(c *cache) { c.form, c.compact = f, f }
 }
 
-// budget is o's MemoryBudget, 0 for none; a negative one is reported.
-func (o CompactOptions) budget() int64 {
-	if o.MemoryBudget < 0 {
-		utilruntime.HandleError(fmt.Errorf("CompactOptions.MemoryBudget is negative (%d): no memory budget", o.MemoryBudget))
-		return 0
-	}
-	return o.MemoryBudget
-}
-
-// coldSweepPeriod is the time between an informer's sweeps; 0 for none.
-func coldSweepPeriod(o *CompactOptions) time.Duration {
-	switch {
-	case o == nil:
-		return 0
-	case o.ColdAfter > 0:
-		return max(o.ColdAfter, MinColdAfter)
-	case o.MemoryBudget > 0:
-		return budgetSweepPeriod
-	}
-	return 0
+// sweepPeriod is the time between an informer's sweeps; 0 for none.
+func (o CompactOptions) sweepPeriod() time.Duration {
+	return form.SweepPeriod(o.ColdAfter, MinColdAfter, o.MemoryBudget)
 }
 
 // compactStoreOptions is the store option of an informer's

@@ -35,7 +35,7 @@ func eventHandlerName(h ResourceEventHandler) string {
 			name = h.EventHandlerName() // a nil pointer is named by its type, not asked
 		}
 		if name == "" {
-			name = namedTypeOf(h)
+			name = handlername.AsClientGo(h)
 		}
 	case ResourceEventHandlerFuncs:
 		name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
@@ -50,17 +50,13 @@ func eventHandlerName(h ResourceEventHandler) string {
 			name = handlername.Funcs(h.AddFunc, h.UpdateFunc, h.DeleteFunc)
 		}
 	default:
-		name = namedTypeOf(h)
+		name = handlername.AsClientGo(h)
 	}
 	if name == "" {
 		return fmt.Sprintf("%T", h)
 	}
 	return name
 }
-
-// namedTypeOf returns "pkgpath.TypeName" of v, this package's handler
-// types under client-go's path (handlername.AsClientGo).
-func namedTypeOf(v interface{}) string { return handlername.AsClientGo(v) }
 
 // isNilHandler reports whether h can never be called (handlername.Nil), so
 // that it is refused up front like an untyped nil; a nil pointer to a type

@@ -15,6 +15,7 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/openinformer/cache/internal/fanout"
 	"github.com/openinformer/cache/internal/store"
@@ -136,7 +137,7 @@ func newSharedIndexInformer(lw ListerWatcher, exampleObject runtime.Object, opti
 		stripFields:       options.StripManagedFields,
 		shardSelector:     options.ShardSelector,
 		snapshot:          checkedSnapshotOptions(options.Snapshot),
-		coldSweep:         coldSweepPeriod(options.Compact),
+		coldSweep:         ptr.Deref(options.Compact, CompactOptions{}).sweepPeriod(),
 	}
 	s.processor = fanout.NewProcessor(fanout.Config{
 		Clock:         clk,

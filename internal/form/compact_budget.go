@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -305,4 +306,32 @@ func (f *Compact) budgetEnded(ctx context.Context) {
 		klog.FromContext(ctx).Info("Warning: compact storage does not fit its memory budget with every object it could compress compressed; every object is kept",
 			"budgetBytes", b.limit, "storedBytes", stored, "objects", objects)
 	}
+}
+
+// NewForOptions returns the compact form for an informer's options: with
+// the cold tier's policy when objects may go cold (coldAfter) or must stay
+// under a budget, where a budget below 1 is none.
+func NewForOptions(hotObjects int, coldAfter time.Duration, budget int64) *Compact {
+	budget = max(budget, 0)
+	if coldAfter <= 0 && budget == 0 {
+		return NewCompact(hotObjects)
+	}
+	return NewColdCompact(hotObjects, Cold{Budget: budget, OnlyOverBudget: coldAfter <= 0})
+}
+
+// budgetSweepPeriod is the time between the sweeps of an informer with a
+// budget and no cold tier; writes that exceed the budget start one sooner.
+const budgetSweepPeriod = 30 * time.Second
+
+// SweepPeriod is the time between an informer's sweeps, 0 for none: the
+// cold tier's age, at least minColdAfter, or budgetSweepPeriod for a
+// budget alone.
+func SweepPeriod(coldAfter, minColdAfter time.Duration, budget int64) time.Duration {
+	switch {
+	case coldAfter > 0:
+		return max(coldAfter, minColdAfter)
+	case budget > 0:
+		return budgetSweepPeriod
+	}
+	return 0
 }
