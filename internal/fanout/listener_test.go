@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -188,16 +189,45 @@ func TestP2_PerHandlerOrderAndSlowHandlerIsolation(t *testing.T) {
 func TestP1_OneGoroutinePerListener(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newListenerTestProcessor(0)
-		before := runtime.NumGoroutine()
+		before := bubbleGoroutines(t)
 		for i := 0; i < 5; i++ {
 			p.listen(&listenerTestRecorder{})
 		}
 		stop := p.start()
 		synctest.Wait()
-		assert.Equal(t, before+1+5, runtime.NumGoroutine(), "the processor's run goroutine plus one per listener")
+		assert.Equal(t, before+1+5, bubbleGoroutines(t), "the processor's run goroutine plus one per listener")
 		stop()
 	})
 	goleak.VerifyNone(t)
+}
+
+// bubbleGoroutines counts the goroutines in the caller's synctest bubble.
+// runtime.NumGoroutine counts the whole process, where goroutines left by
+// earlier tests may still be exiting, so it made this count flaky.
+func bubbleGoroutines(t *testing.T) int {
+	t.Helper()
+	bubble := regexp.MustCompile(`, synctest bubble (\d+)[\] ]`)
+	own := bubble.FindSubmatch(stacks(false))
+	require.NotNil(t, own, "called outside a synctest bubble")
+	n := 0
+	for _, m := range bubble.FindAllSubmatch(stacks(true), -1) {
+		if bytes.Equal(m[1], own[1]) {
+			n++
+		}
+	}
+	return n
+}
+
+// stacks returns runtime.Stack's text, growing the buffer until it fits.
+func stacks(all bool) []byte {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, all)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 func TestP3_DistributeBeforeStartIsQueued(t *testing.T) {
