@@ -215,14 +215,16 @@ readme-install:
 ## compact storage, each in its own process, against a real kube-apiserver
 ## v1.37.2 (bench/listerheavy/README.md). PODS (5000), NAMESPACES (20),
 ## RATE (20 updates/s), LOAD (120s), IDLE (60s), ROUNDS (1 unless set);
-## APISERVER=path uses a kube-apiserver built already.
+## APISERVER=path uses a kube-apiserver built already; CPU_PROFILE=dir has
+## each workload write a CPU profile of its update phase there.
 .PHONY: listerheavy-bench
 listerheavy-bench:
 	$(if $(APISERVER),,cd bench/kubeapiserver && $(GO) build -o bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver)
 	cd bench/listerheavy && $(GO) build -o bin/listerheavy . \
 		&& ./bin/listerheavy -apiserver $(or $(abspath $(APISERVER)),../kubeapiserver/bin/kube-apiserver) \
 		-pods $(or $(PODS),5000) -namespaces $(or $(NAMESPACES),20) -rate $(or $(RATE),20) \
-		-load $(or $(LOAD),120s) -idle $(or $(IDLE),60s) -rounds $(if $(filter file,$(origin ROUNDS)),1,$(ROUNDS))
+		-load $(or $(LOAD),120s) -idle $(or $(IDLE),60s) -rounds $(if $(filter file,$(origin ROUNDS)),1,$(ROUNDS)) \
+		$(if $(CPU_PROFILE),-cpu-profile $(abspath $(CPU_PROFILE)))
 
 ## controllerruntime: vet, staticcheck and race tests of the controller-runtime
 ## cache module (controllerruntime/, nested: the root module stays free of

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -76,6 +78,7 @@ func runWorkload(c config) error {
 		WallSec: time.Since(start).Seconds(), CPUSec: sample().cpu - s0.cpu}); err != nil {
 		return err
 	}
+	prof := phaseProfile{dir: c.cpuProfile, name: fmt.Sprintf("%s-%d.pprof", c.variant, os.Getpid())}
 	in := bufio.NewScanner(os.Stdin)
 	var marks [3]counters
 	var counts [3]workloadCounts
@@ -84,10 +87,17 @@ func runWorkload(c config) error {
 			return fmt.Errorf("expected %s, got %q", want, in.Text())
 		}
 		marks[i], counts[i] = sample(), w.snapshot()
-		if i == 0 {
+		switch i {
+		case 0:
 			sampler.startMean()
-		} else if i == 1 {
+			if err := prof.start(); err != nil {
+				return err
+			}
+		case 1:
 			sampler.stopMean()
+			if err := prof.stop(); err != nil {
+				return err
+			}
 		}
 	}
 	runtime.GC()
@@ -171,4 +181,31 @@ func (s *sampler) result() (peak, mean uint64) {
 	}
 	<-done
 	return peak, mean
+}
+
+// phaseProfile is the CPU profile of the update phase, written to dir when
+// dir is set.
+type phaseProfile struct {
+	dir, name string
+	f         *os.File
+}
+
+func (p *phaseProfile) start() error {
+	if p.dir == "" {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(p.dir, p.name))
+	if err != nil {
+		return err
+	}
+	p.f = f
+	return pprof.StartCPUProfile(f)
+}
+
+func (p *phaseProfile) stop() error {
+	if p.f == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	return p.f.Close()
 }

@@ -99,7 +99,7 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 		}
 	}()
 	for _, v := range order {
-		ch, err := startChild(self, srv, v)
+		ch, err := startChild(self, srv, v, c.cpuProfile)
 		if err != nil {
 			return nil, loadResult{}, err
 		}
@@ -131,8 +131,9 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 	return res, load, nil
 }
 
-func startChild(self string, srv *servers, variant string) (*child, error) {
-	cmd := exec.Command(self, "-role=workload", "-variant="+variant, "-host="+srv.host, "-token="+srv.token)
+func startChild(self string, srv *servers, variant, cpuProfile string) (*child, error) {
+	cmd := exec.Command(self, "-role=workload", "-variant="+variant, "-host="+srv.host, "-token="+srv.token,
+		"-cpu-profile="+cpuProfile)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = dieWithParent()
 	in, err := cmd.StdinPipe()

@@ -38,6 +38,7 @@ type config struct {
 	host       string
 	token      string
 	variant    string
+	cpuProfile string
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.StringVar(&c.host, "host", "", "workload role: API server URL")
 	flag.StringVar(&c.token, "token", "", "workload role: bearer token")
 	flag.StringVar(&c.variant, "variant", "", "workload role: the variant to run")
+	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "directory where each workload writes a CPU profile of its update phase (<variant>-<pid>.pprof)")
 	flag.Parse()
 
 	var err error
