@@ -544,10 +544,11 @@ func (r *restarter) stop(logger klog.Logger, synced bool) {
 	r.blockDeltas.Unlock()
 }
 
-// header is the header of a snapshot of f frozen at.
+// header is the header of a snapshot of f frozen at, with the dictionary
+// of its cold records, read after the freeze (store.Snapshots.Dictionary).
 func (r *restarter) header(f store.Frozen, at time.Time) snapshot.Header {
 	h := r.identity
-	h.Encoding = r.store.Encoding(f.Set())
+	h.Encoding, h.Dictionary = r.store.Encoding(f.Set()), r.store.Dictionary()
 	h.ResourceVersion, h.WrittenAt, h.Count = f.RV(), at, f.Len()
 	return h
 }

@@ -16,7 +16,8 @@ type Stats struct {
 	// again; MoveFailures the moves that failed, leaving the object as it
 	// was (each is logged).
 	Cooled, Warmed, MoveFailures uint64
-	// DictionaryBytes is the size of the cold tier's dictionaries.
+	// DictionaryBytes is the size of the cold tier's dictionaries, made by
+	// its sweeps or read back from a restart snapshot.
 	DictionaryBytes int
 	// SweepSeconds is the time the cold tier's sweeps took.
 	SweepSeconds float64

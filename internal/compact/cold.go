@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -25,9 +26,55 @@ func (c *Codec) Cold(e Encoding) bool {
 	return c.compressor == nil && e.layout().flags&flagCompressed != 0
 }
 
-// HasDictionary reports whether the codec has made its dictionary, so that
-// Cool can compress.
+// HasDictionary reports whether the codec has made or adopted its
+// dictionary, so that Cool can compress.
 func (c *Codec) HasDictionary() bool { return c.dict.Load() != nil }
+
+// DictionarySize is the size of the codec's dictionary's content; 0
+// without one.
+func (c *Codec) DictionarySize() int {
+	if d := c.dict.Load(); d != nil {
+		return d.Size()
+	}
+	return 0
+}
+
+// DictionaryBytes returns the codec's dictionary as a snapshot keeps it
+// beside its cold records (coldtier.Dictionary.Bytes); nil without one.
+func (c *Codec) DictionaryBytes() []byte {
+	if d := c.dict.Load(); d != nil {
+		return d.Bytes()
+	}
+	return nil
+}
+
+// errOtherDictionary is a dictionary offered to a codec that has another:
+// its cold encodings would not read back.
+var errOtherDictionary = errors.New("compact: the codec has another dictionary")
+
+// AdoptDictionary makes data, DictionaryBytes of another codec of the same
+// type (a restart snapshot's), the codec's dictionary, so that cold
+// encodings made with it read back, and the codec's own go cold with it
+// too. A codec that has a dictionary already keeps it, and then data must
+// be that very dictionary.
+func (c *Codec) AdoptDictionary(data []byte) error {
+	if c.compressor != nil {
+		return errors.New("compact: a codec with a Compressor has no cold tier")
+	}
+	if c.dict.Load() == nil {
+		d, err := coldtier.Load(data)
+		if err != nil {
+			return fmt.Errorf("compact: %w", err)
+		}
+		if !c.dict.CompareAndSwap(nil, d) {
+			d.Close()
+		}
+	}
+	if !bytes.Equal(c.DictionaryBytes(), data) {
+		return errOtherDictionary
+	}
+	return nil
+}
 
 // MakeDictionary makes the codec's dictionary from samples, typical
 // encodings of its own, most typical first (coldtier.Train), unless it has

@@ -106,3 +106,61 @@ func TestColdRefusals(t *testing.T) {
 	_, err = other.Warm(cold)
 	assert.ErrorIs(t, err, errNoDictionary)
 }
+
+// A cold record read back by another codec of the type, as a restart reads
+// a snapshot: refused without the dictionary, read back equal once the
+// codec adopted it, and its own encodings then go cold with it. A codec
+// with a dictionary of its own refuses another, and takes its own again.
+func TestAdoptDictionary(t *testing.T) {
+	objs := fixtureSets(t)["pods"]
+	writer, err := NewCodec(objs[0], Options{})
+	require.NoError(t, err)
+	assert.Nil(t, writer.DictionaryBytes())
+	assert.Zero(t, writer.DictionarySize())
+	encs := encodeAll(t, writer, objs)
+	_, err = writer.MakeDictionary(encs, 0)
+	require.NoError(t, err)
+	cold, ok, err := writer.Cool(encs[1])
+	require.NoError(t, err)
+	require.True(t, ok)
+	rec := cold.AppendRecord(nil)
+
+	reader, err := NewCodec(objs[0], Options{Tag: 2})
+	require.NoError(t, err)
+	_, err = reader.FromRecord(rec)
+	require.ErrorIs(t, err, errRecord, "no dictionary to read it with")
+	dict := writer.DictionaryBytes()
+	require.NoError(t, reader.AdoptDictionary(dict))
+	assert.Equal(t, writer.DictionarySize(), reader.DictionarySize())
+	loaded, err := reader.FromRecord(rec)
+	require.NoError(t, err)
+	assert.True(t, reader.Cold(loaded))
+	obj, err := reader.Decode(loaded)
+	require.NoError(t, err)
+	assert.True(t, equality.Semantic.DeepEqual(objs[1], obj))
+	obj, err = reader.DecodeRecord(rec)
+	require.NoError(t, err)
+	assert.True(t, equality.Semantic.DeepEqual(objs[1], obj))
+	own, ok, err := reader.Cool(encodeAll(t, reader, objs[2:3])[0])
+	require.NoError(t, err)
+	require.True(t, ok, "the adopted dictionary cools the codec's own encodings")
+	obj, err = writer.DecodeRecord(own.AppendRecord(nil))
+	require.NoError(t, err, "with the same dictionary as the writer's")
+	assert.True(t, equality.Semantic.DeepEqual(objs[2], obj))
+
+	require.NoError(t, reader.AdoptDictionary(dict), "its own again")
+	other, err := NewCodec(objs[0], Options{})
+	require.NoError(t, err)
+	_, err = other.MakeDictionary(encodeAll(t, other, objs[:2]), 0)
+	require.NoError(t, err)
+	assert.ErrorIs(t, other.AdoptDictionary(dict), errOtherDictionary)
+	assert.Error(t, newCodecMust(t, objs[0]).AdoptDictionary(dict[:3]), "not a dictionary")
+}
+
+// newCodecMust is NewCodec for objects known to have a codec.
+func newCodecMust(t *testing.T, prototype runtime.Object) *Codec {
+	t.Helper()
+	c, err := NewCodec(prototype, Options{})
+	require.NoError(t, err)
+	return c
+}

@@ -9,8 +9,9 @@ import (
 
 // A record is an Encoding as a snapshot file keeps it (docs/RESTART.md):
 // one byte of flags, then the body as held, compressed bytes staying
-// compressed. The codec's tag is not written: it is a position in one
-// process's list of codecs, so a loader supplies its own.
+// compressed: a cold record reads back with the dictionary its file keeps
+// beside it (AdoptDictionary). The codec's tag is not written: it is a
+// position in one process's list of codecs, so a loader supplies its own.
 
 // recordFlags are the flags a record may carry.
 const recordFlags = flagTypeMeta | flagCompressed
@@ -51,8 +52,8 @@ func (c *Codec) splitRecord(rec []byte) (byte, []byte, error) {
 	if len(rec) == 0 || rec[0]&^recordFlags != 0 {
 		return 0, nil, errRecord
 	}
-	if rec[0]&flagCompressed != 0 && c.compressor == nil {
-		return 0, nil, fmt.Errorf("%w: compressed, and the codec has no compressor", errRecord)
+	if rec[0]&flagCompressed != 0 && c.compressor == nil && !c.HasDictionary() {
+		return 0, nil, fmt.Errorf("%w: compressed, and the codec has neither a compressor nor a dictionary", errRecord)
 	}
 	return rec[0], rec[1:], nil
 }

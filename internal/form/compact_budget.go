@@ -107,7 +107,8 @@ func (f *Compact) budgetOf() *budget {
 // store's cost per object and the dictionaries.
 func (f *Compact) stored() (bytes, objects int64) {
 	b, n := f.labels.counted()
-	return b + n*entryOverhead + f.cold.made.Load()*DictionaryCost, n
+	dicts, _ := f.dictionaries()
+	return b + n*entryOverhead + dicts*DictionaryCost, n
 }
 
 // counted is what the budget b counts: stored and the hot cache's room,

@@ -78,13 +78,11 @@ type coldTier struct {
 	sweep   Tiers                                          // the sweep under way
 	last    Tiers                                          // the last sweep's, once ended
 	pool    map[*compact.Codec]*reservoir                  // with a budget: samples by codec, until it has a dictionary
-	dicts   int                                            // bytes of the dictionaries made
 	swept   time.Duration                                  // the time sweeps took
 
 	budget *budget // nil without one
 
 	cooled, warmed, failed atomic.Uint64
-	made                   atomic.Int64 // dictionaries made
 }
 
 // NewColdCompact is NewCompact with a cold tier.
@@ -205,14 +203,22 @@ func (t *coldTier) sample(codec *compact.Codec, key string, e compact.Encoding) 
 
 // makeLocked makes codec's dictionary from samples; t.mu is held.
 func (t *coldTier) makeLocked(codec *compact.Codec, samples []compact.Encoding) {
-	size, err := codec.MakeDictionary(samples, t.cfg.DictionarySize)
-	if err != nil {
+	if _, err := codec.MakeDictionary(samples, t.cfg.DictionarySize); err != nil {
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not make a dictionary; objects stay uncompressed")
 	}
-	if size > 0 {
-		t.made.Add(1)
+}
+
+// dictionaries counts the dictionaries of f's codecs, made by a sweep or
+// adopted from a restart snapshot, and their bytes.
+func (f *Compact) dictionaries() (n int64, size int) {
+	if p := f.byTag.Load(); p != nil {
+		for _, c := range *p {
+			if s := c.DictionarySize(); s > 0 {
+				n, size = n+1, size+s
+			}
+		}
 	}
-	t.dicts += size
+	return n, size
 }
 
 // ColdCounts returns the cold tier's counts; zero without one.
@@ -228,12 +234,13 @@ func (f *Compact) Stats() compactstats.Stats {
 	c := f.ColdCounts()
 	s := compactstats.Stats{Cooled: c.Cooled, Warmed: c.Warmed, MoveFailures: c.Failed,
 		HotReads: f.reads.hot.Load(), PlainDecodes: f.reads.plain.Load(), ColdDecodes: f.reads.cold.Load()}
+	_, s.DictionaryBytes = f.dictionaries()
 	if f.cold != nil {
 		f.cold.mu.Lock()
 		defer f.cold.mu.Unlock()
 		t := f.cold.last
 		s.PlainObjects, s.ColdObjects, s.PlainBytes, s.ColdBytes = t.PlainObjects, t.ColdObjects, t.PlainBytes, t.ColdBytes
-		s.DictionaryBytes, s.SweepSeconds = f.cold.dicts, f.cold.swept.Seconds()
+		s.SweepSeconds = f.cold.swept.Seconds()
 	}
 	if b := f.budgetOf(); b != nil {
 		s.BudgetBytes, s.BudgetedBytes, s.OverBudget = b.limit, f.counted(b), b.over.Load()

@@ -111,6 +111,10 @@ func (j *JournalWriter) start(dst io.Writer, h Header) error {
 	prelude := append([]byte(journalMagic), FormatVersion)
 	_, j.err = j.buf.Write(prelude)
 	j.size = int64(len(prelude))
+	// The records of a journal read back with the dictionary of the
+	// snapshot it follows, loaded first: its own copy would cost every
+	// journal started tens of kilobytes.
+	h.Dictionary = nil
 	j.frame(appendHeader(nil, &h))
 	j.headerEnd = j.size
 	return j.Flush()
@@ -335,6 +339,9 @@ func newJournalReader(path string, src io.Reader, size int64, snapshot *Header) 
 	}
 	if err := j.r.parseHeader(bytes.Clone(raw)); err != nil {
 		return nil, err
+	}
+	if len(j.r.header.Dictionary) > 0 {
+		return nil, j.r.refuse(CorruptReason, "a journal header keeps no dictionary")
 	}
 	j.headerEnd, j.prev = j.whole, j.whole
 	if snapshot == nil {

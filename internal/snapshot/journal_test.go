@@ -150,8 +150,10 @@ func TestJournalFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, journalBytes(t, h, testChanges()[:2]), data)
 
+	require.NotEmpty(t, h.Dictionary)
 	j, err := OpenJournal(path, &h)
-	require.NoError(t, err)
+	require.NoError(t, err, "follows the snapshot, whose header keeps the dictionary")
+	assert.Empty(t, j.Header().Dictionary, "the journal's own header does not")
 	c, err := j.Next()
 	require.NoError(t, err)
 	assert.Equal(t, "ns/a", string(c.Key))

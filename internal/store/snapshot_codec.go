@@ -106,19 +106,21 @@ func (st *Snapshots) Write(w *snapshot.Writer, f Frozen) error {
 	return w.Commit()
 }
 
-// AppendRecord appends held's record: a compact store's encoding as it is
-// (plain again if cold),
-// a plain store's object encoded.
+// Dictionary is what a snapshot's header keeps beside its records: the
+// codec's cold-tier dictionary, nil without one. It is made once and never
+// replaced, and no encoding is cold before it exists, so a header that
+// reads it after the store was frozen (or, for a journal, after the
+// snapshot it follows was) reads back every cold record of its file.
+func (st *Snapshots) Dictionary() []byte { return st.codec.DictionaryBytes() }
+
+// AppendRecord appends held's record: a compact store's encoding as it is,
+// a cold one staying compressed (the file's header keeps the dictionary:
+// see Dictionary); a plain store's object encoded.
 func (st *Snapshots) AppendRecord(dst []byte, key string, held any) ([]byte, error) {
 	if st.encoded {
 		e, ok := held.(compact.Encoding)
 		if !ok {
 			return dst, fmt.Errorf("snapshot: %q holds a %T, not an encoding", key, held)
-		}
-		// A record carries no dictionary: a cold encoding is written plain.
-		e, err := st.codec.Warm(e)
-		if err != nil {
-			return dst, fmt.Errorf("snapshot: reading %q back: %w", key, err)
 		}
 		return e.AppendRecord(dst), nil
 	}
@@ -221,9 +223,15 @@ func cutBytes(b []byte) (field, rest []byte, ok bool) {
 
 // Read reads every record of r into staged, as a Replace of the store
 // takes them: a compact store's as Preheld encodings with their index
-// values, a plain store's decoded. It returns the snapshot's version once
+// values, cold ones staying compressed with the dictionary the header
+// keeps, which the codec adopts; a plain store's decoded. It returns the snapshot's version once
 // the trailer verified; on an error staged is to be dropped.
 func (st *Snapshots) Read(r *snapshot.Reader, staged map[string]any) (string, error) {
+	if dict := r.Header().Dictionary; len(dict) > 0 {
+		if err := st.codec.AdoptDictionary(dict); err != nil {
+			return "", &snapshot.Error{Reason: snapshot.CorruptReason, Detail: "its cold records' dictionary cannot be used", Err: err}
+		}
+	}
 	set := st.m.indexers.Load()
 	framed := FramedIndexes(set)
 	for i := 0; ; i++ {

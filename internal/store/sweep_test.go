@@ -13,6 +13,7 @@ import (
 	"github.com/openinformer/cache/internal/compact"
 	"github.com/openinformer/cache/internal/fixtures"
 	"github.com/openinformer/cache/internal/form"
+	"github.com/openinformer/cache/internal/snapshot"
 )
 
 // coldStore is a compact store with a cold tier (no hot cache) of n
@@ -107,22 +108,65 @@ func TestSweepLeavesReplacedValues(t *testing.T) {
 	assert.Equal(t, "after", got.(*v1.Pod).Labels["written"])
 }
 
-// A snapshot of cold objects holds them plain, and reads back equal.
+// A snapshot keeps cold objects compressed, with the dictionary in its
+// header: a compact store loads them cold, adopting the dictionary, and a
+// plain store decodes them; both read back equal.
 func TestSnapshotOfColdObjects(t *testing.T) {
 	ctx := context.Background()
-	m, _, _, pods := coldStore(t, 40)
+	m, src, _, pods := coldStore(t, 40)
 	for range 3 {
 		m.Sweep(ctx)
 	}
-	staged := snapshotRoundTrip(t, m, New(nil, Config{Form: form.NewCompact(-1)}))
+	loaded := form.NewCompact(-1)
+	staged := snapshotRoundTrip(t, m, New(nil, Config{Form: loaded}))
 	require.Len(t, staged, len(pods))
+	cold := 0
 	for _, pod := range pods {
 		p, ok := staged[pod.Namespace+"/"+pod.Name].(Preheld)
 		require.True(t, ok)
+		held, _ := m.items.Get(pod.Namespace + "/" + pod.Name)
+		assert.Equal(t, held.(compact.Encoding).Bytes(), p.held.(compact.Encoding).Bytes(), "loaded as it was held")
+		if p.held.(compact.Encoding).Len() < heldPlainLen(t, pod)/2 {
+			cold++
+		}
 		obj, ok := p.View(false)
 		require.True(t, ok)
 		require.True(t, equality.Semantic.DeepEqual(pod, obj))
 	}
+	assert.Greater(t, cold, len(pods)/2, "cold records stay compressed")
+	assert.NotZero(t, loaded.Stats().DictionaryBytes)
+	assert.Equal(t, src.Stats().DictionaryBytes, loaded.Stats().DictionaryBytes, "the dictionary adopted is counted")
+
+	plain := snapshotRoundTrip(t, m, New(nil, Config{Form: form.Plain{}}))
+	for _, pod := range pods {
+		require.True(t, equality.Semantic.DeepEqual(pod, plain[pod.Namespace+"/"+pod.Name]))
+	}
+}
+
+// A store whose codec made a dictionary of its own refuses a snapshot's
+// cold records made with another, as a corrupt snapshot: the informer
+// then syncs fresh.
+func TestSnapshotOfColdObjectsWithAnotherDictionary(t *testing.T) {
+	ctx := context.Background()
+	m, _, _, _ := coldStore(t, 40)
+	other, _, _, _ := coldStore(t, 20)
+	for range 3 {
+		m.Sweep(ctx)
+		other.Sweep(ctx)
+	}
+	_, err := trySnapshotRoundTrip(t, m, other)
+	require.Error(t, err)
+	assert.Equal(t, snapshot.CorruptReason, snapshot.ReasonOf(err))
+}
+
+// heldPlainLen is the length of pod's plain encoding.
+func heldPlainLen(t *testing.T, pod *v1.Pod) int {
+	t.Helper()
+	c, err := compact.NewCodec(pod, compact.Options{})
+	require.NoError(t, err)
+	e, err := c.Encode(pod)
+	require.NoError(t, err)
+	return e.Len()
 }
 
 // A store without a cold tier never moves anything.
