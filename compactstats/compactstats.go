@@ -16,6 +16,10 @@ type Stats struct {
 	// again; MoveFailures the moves that failed, leaving the object as it
 	// was (each is logged).
 	Cooled, Warmed, MoveFailures uint64
+	// CooledFromBytes and CooledToBytes are the encoded sizes of the
+	// objects compressed, before and after: CooledToBytes/CooledFromBytes
+	// is the dictionary's compression ratio.
+	CooledFromBytes, CooledToBytes uint64
 	// DictionaryBytes is the size of the cold tier's dictionaries, made by
 	// its sweeps or read back from a restart snapshot.
 	DictionaryBytes int

@@ -154,7 +154,7 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 	if err != nil || !smaller {
 		return e // a failure to compress is the sweep's to report
 	}
-	f.cold.cooled.Add(1)
+	f.cold.countCooled(e, cold)
 	return cold
 }
 

@@ -48,6 +48,9 @@ type ColdCounts struct {
 	// Cooled and Warmed count the encodings made cold and plain again;
 	// Failed the ones that could not be, which stay as they were.
 	Cooled, Warmed, Failed uint64
+	// CooledFromBytes and CooledToBytes are the sizes of the encodings
+	// cooled, before and after.
+	CooledFromBytes, CooledToBytes uint64
 }
 
 // Tiers is what a sweep found: the objects and encoded bytes of each tier
@@ -83,6 +86,9 @@ type coldTier struct {
 	budget *budget // nil without one
 
 	cooled, warmed, failed atomic.Uint64
+	// cooledFrom and cooledTo are the bytes of the encodings cooled,
+	// before and after: their ratio is the dictionary's.
+	cooledFrom, cooledTo atomic.Uint64
 }
 
 // NewColdCompact is NewCompact with a cold tier.
@@ -137,13 +143,17 @@ func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding) (
 		if err == nil && !smaller {
 			return e, false
 		}
-		return f.moved(key, e, next, err, &f.cold.cooled)
+		next, moved := f.moved(key, e, next, err, nil)
+		if moved {
+			f.cold.countCooled(e, next)
+		}
+		return next, moved
 	}
 	return e, false
 }
 
 // moved finishes a move of key from e to next: the key's labels follow
-// next and count is counted; a failure is reported, without the object's
+// next and count, if not nil, is counted; a failure is reported, without the object's
 // contents, and e stays.
 func (f *Compact) moved(key string, e, next compact.Encoding, err error, count *atomic.Uint64) (compact.Encoding, bool) {
 	if err != nil {
@@ -152,8 +162,17 @@ func (f *Compact) moved(key string, e, next compact.Encoding, err error, count *
 		return e, false
 	}
 	f.labels.rekey(key, e, next)
-	count.Add(1)
+	if count != nil {
+		count.Add(1)
+	}
 	return next, true
+}
+
+// countCooled counts the move of plain to cold.
+func (t *coldTier) countCooled(plain, cold compact.Encoding) {
+	t.cooled.Add(1)
+	t.cooledFrom.Add(uint64(plain.Len()))
+	t.cooledTo.Add(uint64(cold.Len()))
 }
 
 // tally counts e, of the tier cold says, in the sweep under way.
@@ -226,13 +245,15 @@ func (f *Compact) ColdCounts() ColdCounts {
 	if f.cold == nil {
 		return ColdCounts{}
 	}
-	return ColdCounts{Cooled: f.cold.cooled.Load(), Warmed: f.cold.warmed.Load(), Failed: f.cold.failed.Load()}
+	return ColdCounts{Cooled: f.cold.cooled.Load(), Warmed: f.cold.warmed.Load(), Failed: f.cold.failed.Load(),
+		CooledFromBytes: f.cold.cooledFrom.Load(), CooledToBytes: f.cold.cooledTo.Load()}
 }
 
 // Stats returns what the form holds and has done, for metrics.
 func (f *Compact) Stats() compactstats.Stats {
 	c := f.ColdCounts()
 	s := compactstats.Stats{Cooled: c.Cooled, Warmed: c.Warmed, MoveFailures: c.Failed,
+		CooledFromBytes: c.CooledFromBytes, CooledToBytes: c.CooledToBytes,
 		HotReads: f.reads.hot.Load(), PlainDecodes: f.reads.plain.Load(), ColdDecodes: f.reads.cold.Load()}
 	_, s.DictionaryBytes = f.dictionaries()
 	if f.cold != nil {

@@ -38,6 +38,9 @@ var (
 	readsDesc = prometheus.NewDesc("openinformer_storage_reads_total",
 		"Reads of compact storage by how they were answered: hot (the hot cache), plain or cold (a decode of that tier).",
 		append(informerLabels[:len(informerLabels):len(informerLabels)], "answer"), nil)
+	cooledBytesDesc = prometheus.NewDesc("openinformer_storage_cooled_bytes_total",
+		"Encoded bytes of the objects the cold tier compressed, before (plain) and after (cold): cold over plain is the dictionary's compression ratio.",
+		append(informerLabels[:len(informerLabels):len(informerLabels)], "tier"), nil)
 	dictionaryBytesDesc = prometheus.NewDesc("openinformer_storage_dictionary_bytes",
 		"Size of the cold tier's compression dictionaries.", informerLabels, nil)
 	sweepSecondsDesc = prometheus.NewDesc("openinformer_storage_sweep_seconds_total",
@@ -119,7 +122,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- syncedDesc
 	ch <- cachedObjectsDesc
 	ch <- lastEventAgeDesc
-	for _, d := range []*prometheus.Desc{tierObjectsDesc, tierBytesDesc, tierMovesDesc, readsDesc, dictionaryBytesDesc, sweepSecondsDesc,
+	for _, d := range []*prometheus.Desc{tierObjectsDesc, tierBytesDesc, tierMovesDesc, cooledBytesDesc, readsDesc, dictionaryBytesDesc, sweepSecondsDesc,
 		budgetBytesDesc, budgetedBytesDesc, overBudgetDesc, hotLimitDesc} {
 		ch <- d
 	}
@@ -168,6 +171,8 @@ func collectStorage(ch chan<- prometheus.Metric, s compactstats.Stats, values []
 	counter(tierMovesDesc, float64(s.Cooled), with("cooled"))
 	counter(tierMovesDesc, float64(s.Warmed), with("warmed"))
 	counter(tierMovesDesc, float64(s.MoveFailures), with("failed"))
+	counter(cooledBytesDesc, float64(s.CooledFromBytes), with("plain"))
+	counter(cooledBytesDesc, float64(s.CooledToBytes), with("cold"))
 	counter(readsDesc, float64(s.HotReads), with("hot"))
 	counter(readsDesc, float64(s.PlainDecodes), with("plain"))
 	counter(readsDesc, float64(s.ColdDecodes), with("cold"))

@@ -23,6 +23,7 @@ func (storageState) CachedObjects() int            { return 30 }
 func (s storageState) Storage() compactstats.Stats { return s.stats }
 
 var storageNames = []string{"openinformer_storage_objects", "openinformer_storage_bytes", "openinformer_storage_tier_moves_total",
+	"openinformer_storage_cooled_bytes_total",
 	"openinformer_storage_reads_total", "openinformer_storage_dictionary_bytes", "openinformer_storage_sweep_seconds_total"}
 
 // An informer with compact storage publishes its tiers, moves, reads and sweeps; one that keeps
@@ -39,6 +40,7 @@ func TestStorageSeries(t *testing.T) {
 	m.ObserveInformerState(id, storageState{compactstats.Stats{
 		PlainObjects: 10, ColdObjects: 20, PlainBytes: 30000, ColdBytes: 5000,
 		Cooled: 25, Warmed: 5, MoveFailures: 1, DictionaryBytes: 65536, SweepSeconds: 0.25,
+		CooledFromBytes: 75000, CooledToBytes: 6000,
 		HotReads: 7, PlainDecodes: 8, ColdDecodes: 9,
 	}})
 	base := map[string]string{"group": "", "name": "pods-informer", "resource": "pods", "version": "v1"}
@@ -59,6 +61,10 @@ func TestStorageSeries(t *testing.T) {
 # TYPE openinformer_storage_bytes gauge
 openinformer_storage_bytes` + l("tier", "cold") + ` 5000
 openinformer_storage_bytes` + l("tier", "plain") + ` 30000
+# HELP openinformer_storage_cooled_bytes_total Encoded bytes of the objects the cold tier compressed, before (plain) and after (cold): cold over plain is the dictionary's compression ratio.
+# TYPE openinformer_storage_cooled_bytes_total counter
+openinformer_storage_cooled_bytes_total` + l("tier", "cold") + ` 6000
+openinformer_storage_cooled_bytes_total` + l("tier", "plain") + ` 75000
 # HELP openinformer_storage_dictionary_bytes Size of the cold tier's compression dictionaries.
 # TYPE openinformer_storage_dictionary_bytes gauge
 openinformer_storage_dictionary_bytes` + l() + ` 65536
