@@ -121,9 +121,11 @@ func TestInformerColdTierSweeps(t *testing.T) {
 			time.Sleep(time.Minute)
 			synctest.Wait()
 		}
-		assert.Equal(t, form.ColdCounts{Cooled: uint64(len(names))}, f.ColdCounts())
 		state := informerState{inf.(*sharedIndexInformer)}
 		stats := state.Storage()
+		assert.Equal(t, form.ColdCounts{Cooled: uint64(len(names)), CooledFromBytes: stats.CooledFromBytes,
+			CooledToBytes: uint64(stats.ColdBytes)}, f.ColdCounts(), "every object cooled, to the bytes it holds")
+		assert.Greater(t, stats.CooledFromBytes, uint64(stats.ColdBytes))
 		assert.Equal(t, len(names), stats.ColdObjects, "as of the last sweep")
 		assert.Zero(t, stats.PlainObjects)
 		assert.Positive(t, stats.ColdBytes)
