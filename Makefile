@@ -175,7 +175,8 @@ realserver-bench:
 ## WINDOW=0 skips it), RATE (100). RESTART=1 adds the kill-and-restart rounds
 ## (controller-runtime cold, crcache cold with snapshots, SIGKILL, crcache
 ## warm; RATE updates/s flowing); MEASURE=0 runs only those. HEAP_PROFILE=dir
-## keeps each child's heap profile at its peak; GOGC sets the children's.
+## keeps each child's heap profile at its peak; CPU_PROFILE=dir each restart
+## start's CPU profile from its start to ready; GOGC sets the children's.
 ## crbench-restart is crbench with RESTART=1 MEASURE=0 PODS=100000 ROUNDS=2.
 CR_APISERVER ?= $(CURDIR)/bench/kubeapiserver/bin/kube-apiserver
 CR_ETCD ?= $(CURDIR)/controllerruntime/envtest/bin/etcd
@@ -187,7 +188,8 @@ crbench:
 		-pods $(or $(PODS),20000) -secrets $(or $(SECRETS),10000) -rounds $(or $(ROUNDS),1) \
 		-window $(or $(WINDOW),240s) -rate $(or $(RATE),100) -status=$(if $(filter 0,$(STATUS)),false,true) \
 		-restart=$(if $(filter 1,$(RESTART)),true,false) -measure=$(if $(filter 0,$(MEASURE)),false,true) \
-		$(if $(HEAP_PROFILE),-heap-profile $(abspath $(HEAP_PROFILE))) $(if $(GOGC),-gogc $(GOGC))
+		$(if $(HEAP_PROFILE),-heap-profile $(abspath $(HEAP_PROFILE))) $(if $(CPU_PROFILE),-cpu-profile $(abspath $(CPU_PROFILE))) \
+		$(if $(GOGC),-gogc $(GOGC))
 crbench-restart:
 	$(MAKE) crbench RESTART=1 MEASURE=$(or $(MEASURE),0) PODS=$(or $(PODS),100000) ROUNDS=$(or $(ROUNDS),2)
 

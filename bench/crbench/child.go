@@ -97,6 +97,11 @@ type snapshotReport struct {
 // (once the reconciles went quiet) and "stop" exits; in restart mode it
 // waits to be killed, after reporting its snapshot if it has one on.
 func child(c config) error {
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	raw, err := os.ReadFile(c.kubeconfig)
 	if err != nil {
 		return err
@@ -187,6 +192,7 @@ func child(c config) error {
 	in := bufio.NewScanner(os.Stdin)
 	if c.mode == "restart" {
 		sampler.stop()
+		stopProfile()
 		if err := out.Encode(r); err != nil {
 			return err
 		}
@@ -514,4 +520,27 @@ func (s *snapshotRecorder) waitSaves(counts []int, limit time.Duration) snapshot
 		time.Sleep(10 * time.Millisecond)
 	}
 	return snapshotReport{}
+}
+
+// startCPUProfile profiles the process's CPU into path until the returned
+// function is first called; nothing when path is empty.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}, nil
 }

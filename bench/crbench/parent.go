@@ -309,6 +309,10 @@ func (b *bench) restartRound(round int) (rr restartRound, err error) {
 		if s.dir != "" {
 			extra = append(extra, "-snapshot-dir="+s.dir)
 		}
+		if b.c.cpuProfileDir != "" {
+			name := fmt.Sprintf("%s-round%d.pprof", strings.ReplaceAll(s.name, " ", "-"), round+1)
+			extra = append(extra, "-cpu-profile-out="+filepath.Join(b.c.cpuProfileDir, name))
+		}
 		before, err := b.scrape()
 		if err != nil {
 			return rr, err
