@@ -134,7 +134,11 @@ func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding) (
 			return e, false
 		}
 		next, err := codec.Warm(e)
-		return f.moved(key, e, next, err, &f.cold.warmed)
+		next, moved := f.moved(key, e, next, err)
+		if moved {
+			f.cold.warmed.Add(1)
+		}
+		return next, moved
 	case !touched && !cold:
 		if !f.coolUntouched() || !f.dictionaryFor(codec, key, e) {
 			return e, false
@@ -143,7 +147,7 @@ func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding) (
 		if err == nil && !smaller {
 			return e, false
 		}
-		next, moved := f.moved(key, e, next, err, nil)
+		next, moved := f.moved(key, e, next, err)
 		if moved {
 			f.cold.countCooled(e, next)
 		}
@@ -153,18 +157,15 @@ func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding) (
 }
 
 // moved finishes a move of key from e to next: the key's labels follow
-// next and count, if not nil, is counted; a failure is reported, without the object's
-// contents, and e stays.
-func (f *Compact) moved(key string, e, next compact.Encoding, err error, count *atomic.Uint64) (compact.Encoding, bool) {
+// next, and the caller counts the move; a failure is reported, without
+// the object's contents, and e stays.
+func (f *Compact) moved(key string, e, next compact.Encoding, err error) (compact.Encoding, bool) {
 	if err != nil {
 		f.cold.failed.Add(1)
 		utilruntime.HandleErrorWithContext(context.TODO(), err, "Cold tier could not move an object, left as it is", "key", key)
 		return e, false
 	}
 	f.labels.rekey(key, e, next)
-	if count != nil {
-		count.Add(1)
-	}
 	return next, true
 }
 
