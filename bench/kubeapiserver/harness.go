@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -137,7 +138,7 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 		}
 	}()
 	for _, v := range order {
-		ch, err := startChild(srv, v, c.pods)
+		ch, err := startChild(srv, v, c)
 		if err != nil {
 			return res, err
 		}
@@ -176,9 +177,13 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 }
 
 // startChild starts variant's informer process; it is told the pod count,
-// which a memory budget scales with.
-func startChild(srv *servers, variant string, pods int) (*child, error) {
-	return spawn(srv, "informer", variant, fmt.Sprintf("-pods=%d", pods))
+// which a memory budget scales with, and where to write its heap profile.
+func startChild(srv *servers, variant string, c config) (*child, error) {
+	extra := []string{fmt.Sprintf("-pods=%d", c.pods)}
+	if c.heapProfile != "" {
+		extra = append(extra, "-heap-profile="+filepath.Join(c.heapProfile, fmt.Sprintf("%s-%d.pprof", variant, time.Now().Unix())))
+	}
+	return spawn(srv, "informer", variant, extra...)
 }
 
 // spawn starts this binary in role for variant against srv, with extra

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -167,10 +168,10 @@ func runInformer(c config) error {
 	before := sample()
 	stopWhole := make(chan struct{})
 	whole := make(chan peaks)
-	go samplePeak(stopWhole, whole)
+	go samplePeak(stopWhole, whole, c.heapProfile)
 	stopSampler := make(chan struct{})
 	peak := make(chan peaks)
-	go samplePeak(stopSampler, peak)
+	go samplePeak(stopSampler, peak, "")
 	stop := make(chan struct{})
 	defer close(stop)
 	start := time.Now()
@@ -206,7 +207,7 @@ func runInformer(c config) error {
 	s0, e0 := sample(), h.events()
 	stopSteady := make(chan struct{})
 	steadyPeak := make(chan peaks)
-	go samplePeak(stopSteady, steadyPeak)
+	go samplePeak(stopSteady, steadyPeak, "")
 	if !in.Scan() || in.Text() != "stop" {
 		return fmt.Errorf("expected stop, got %q", in.Text())
 	}
@@ -246,10 +247,14 @@ func sample() counters {
 // peaks are the highest live heap and heap in objects seen.
 type peaks struct{ live, heap uint64 }
 
-// samplePeak reports the peaks seen every 2 ms until stop.
-func samplePeak(stop <-chan struct{}, out chan<- peaks) {
+// samplePeak reports the peaks seen every 2 ms until stop. With a profile
+// path it writes the heap profile there each time the live heap passes its
+// highest by 5%: the profile's in-use figures are as of the last GC, as the
+// live heap is, so the last one written shows what the highest held.
+func samplePeak(stop <-chan struct{}, out chan<- peaks, profile string) {
 	ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	var p peaks
+	var profiled uint64
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -261,6 +266,22 @@ func samplePeak(stop <-chan struct{}, out chan<- peaks) {
 			metrics.Read(ms)
 			p.live = max(p.live, ms[0].Value.Uint64())
 			p.heap = max(p.heap, ms[1].Value.Uint64())
+			if profile != "" && p.live > profiled+profiled/20 && writeHeapProfile(profile) == nil {
+				profiled = p.live
+			}
 		}
 	}
+}
+
+// writeHeapProfile writes the heap profile to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

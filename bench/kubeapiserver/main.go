@@ -40,6 +40,9 @@ type config struct {
 	host      string
 	token     string
 	variant   string
+	// heapProfile is the harness's directory for the informers' heap
+	// profiles at their highest live heap, and an informer's file in it.
+	heapProfile string
 }
 
 func main() {
@@ -63,6 +66,7 @@ func main() {
 	flag.StringVar(&c.host, "host", "", "informer role: API server URL")
 	flag.StringVar(&c.token, "token", "", "informer role: bearer token")
 	flag.StringVar(&c.variant, "variant", "", "informer role: the variant to run")
+	flag.StringVar(&c.heapProfile, "heap-profile", "", "harness: write each informer's heap profile at its highest live heap into this directory; informer role: the file")
 	flag.Parse()
 
 	var err error

@@ -177,7 +177,7 @@ func measureStart(s started, t *traffic) (startReport, func(), error) {
 	before := sample()
 	stopSampler := make(chan struct{})
 	peak := make(chan peaks)
-	go samplePeak(stopSampler, peak)
+	go samplePeak(stopSampler, peak, "")
 	stopCh := make(chan struct{})
 	done := make(chan struct{})
 	began := time.Now()
