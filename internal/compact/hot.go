@@ -16,7 +16,11 @@ import (
 //
 // A key keeps the object it held before its last Put as well, because a
 // store that writes a new version still needs the old one: to move the key
-// in its indexes and to hand handlers the old object of an update.
+// in its indexes and to hand handlers the old object of an update. The
+// write reads it once, through TakeOld, either before its Put (an
+// informer's write looks its key up first) or after it; either way the
+// cache then holds one version of the key again, not two, which a memory
+// budget that counts one decoded object per hot key relies on.
 //
 // Readers share the lock of one of several shards and do not write to shared
 // memory beyond an atomic "recently used" bit, so concurrent reads of hot
@@ -47,8 +51,11 @@ type hotSlot[V any] struct {
 	cur hotVersion[V]
 	// prev is what cur was before the key's last Put, if it was live.
 	prev hotVersion[V]
-	live bool
-	used atomic.Bool
+	// taken is set when cur was read as an old object (TakeOld): its
+	// write has what it needs, so the next Put does not keep it as prev.
+	taken bool
+	live  bool
+	used  atomic.Bool
 }
 
 // hotVersion is an object and the bytes it was decoded from.
@@ -110,6 +117,12 @@ func (h *HotCache[V]) Get(key string, data []byte) (V, bool) {
 			}
 		}
 	}
+	return s.ghostOf(key, data)
+}
+
+// ghostOf is the object of key's ghost decoded from data, if it is still
+// alive. Call it with the shard's lock held.
+func (s *hotShard[V]) ghostOf(key string, data []byte) (V, bool) {
 	if obj, ok := s.ghosts.byKey[key].of(data); ok {
 		if v, ok := obj.(V); ok {
 			return v, true
@@ -134,8 +147,33 @@ func (h *HotCache[V]) Put(key string, data []byte, value V) {
 	}
 	slot := &s.slots[i]
 	slot.prev = slot.cur
-	slot.cur = hotVersion[V]{data, value}
+	if slot.taken {
+		slot.prev = hotVersion[V]{}
+	}
+	slot.cur, slot.taken = hotVersion[V]{data, value}, false
 	slot.used.Store(false)
+}
+
+// TakeOld is Get for a write's old object, which the write reads once: a
+// previous version found is dropped, and a current one is not kept as the
+// previous version by the key's next Put.
+func (h *HotCache[V]) TakeOld(key string, data []byte) (V, bool) {
+	s := h.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.index[key]; ok {
+		slot := &s.slots[i]
+		switch {
+		case sameBytes(slot.cur.data, data):
+			slot.taken = true
+			return slot.cur.value, true
+		case sameBytes(slot.prev.data, data):
+			v := slot.prev.value
+			slot.prev = hotVersion[V]{}
+			return v, true
+		}
+	}
+	return s.ghostOf(key, data)
 }
 
 // Offer caches value as the object decoded from data under key only if the

@@ -49,7 +49,11 @@ func TestHotCacheModel(t *testing.T) {
 					if !known {
 						data = []byte{0}
 					}
-					got, ok := h.Get(key, data)
+					read := h.Get
+					if op == 9 { // a write's read of its old object
+						read = h.TakeOld
+					}
+					got, ok := read(key, data)
 					if ok {
 						require.True(t, known)
 						require.Equal(t, want.value, got)
@@ -157,6 +161,35 @@ func TestHotCacheKeepsThePreviousVersion(t *testing.T) {
 	_, ok = h.Get("k", v2)
 	assert.False(t, ok)
 	assert.Equal(t, 0, h.Len())
+}
+
+// A write reads its old object once, before its Put (an informer's
+// lookup) or after it (a store's own prior read); either way the cache
+// then holds the key's new version alone.
+func TestHotCacheTakeOldLeavesOneVersion(t *testing.T) {
+	h := NewHotCache[string](4)
+	v1, v2, v3 := []byte{1}, []byte{2}, []byte{3}
+	h.Put("k", v1, "one")
+	got, ok := h.TakeOld("k", v1)
+	require.True(t, ok)
+	assert.Equal(t, "one", got)
+	h.Put("k", v2, "two")
+	_, ok = h.Get("k", v1)
+	assert.False(t, ok, "read before the put: not kept as the previous version")
+	requireHit(t, h, "k", v2, "two")
+
+	h.Put("k", v3, "three")
+	got, ok = h.TakeOld("k", v2)
+	require.True(t, ok, "read after the put: the previous version")
+	assert.Equal(t, "two", got)
+	_, ok = h.Get("k", v2)
+	assert.False(t, ok, "taken: dropped")
+	requireHit(t, h, "k", v3, "three")
+
+	h.Put("k", v1, "four")
+	requireHit(t, h, "k", v3, "three") // an untaken version is kept as before
+	_, ok = h.TakeOld("other", v1)
+	assert.False(t, ok)
 }
 
 // Offer fills an absent key only: a reader's decode of older bytes never

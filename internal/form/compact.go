@@ -152,7 +152,7 @@ func (f *Compact) View(key string, held any, keep bool) (any, error) {
 		f.labels.touch(key, e)
 	}
 	if f.hot != nil {
-		if obj, ok := f.hot.Get(key, e.Identity()); ok {
+		if obj, ok := f.hotRead(key, e, keep); ok {
 			f.reads.hot.Add(1)
 			return obj, nil
 		}
@@ -166,6 +166,16 @@ func (f *Compact) View(key string, held any, keep bool) (any, error) {
 	}
 	f.labels.offer(key, e, obj)
 	return obj, nil
+}
+
+// hotRead is the hot cache's object for key's encoding e; an update's old
+// object (not keep) is taken, so that the cache keeps one version of the
+// key once the write has it.
+func (f *Compact) hotRead(key string, e compact.Encoding, keep bool) (any, bool) {
+	if keep {
+		return f.hot.Get(key, e.Identity())
+	}
+	return f.hot.TakeOld(key, e.Identity())
 }
 
 // Labels returns the labels of held, key's encoding, when they were kept

@@ -29,10 +29,11 @@ import (
 const entryOverhead = 200
 
 // decodedPerByte estimates the heap of a hot object per byte of its plain
-// encoding: a realistic pod is 23.5 KB decoded from about 10 KB, a
-// stripped one about 3 times its encoding, and the hot cache keeps an
-// updated object's previous version too (measured: a stripped pod's hot
-// entry costs ~15 KB for a 3.9 KB encoding, docs/MEMORY.md).
+// encoding: a stripped realistic pod decodes to 3.1 times its 3.9 KB
+// encoding, one with its managedFields to 1.24 times its 10.4 KB (measured
+// 2026-12-06, docs/MEMORY.md); the rest covers the hot entry itself. The
+// hot cache holds one version per key once the write that replaced it
+// has read it (compact.HotCache's TakeOld).
 const decodedPerByte = 4
 
 // DictionaryCost is what a budget counts for each dictionary: its content,

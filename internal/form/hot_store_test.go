@@ -118,3 +118,35 @@ func TestCompactPreholdLeavesHotCacheAlone(t *testing.T) {
 	m.Update("ns/p0", pod("p0", "2", "x"))
 	assert.Equal(t, 1, hot.Len(), "a write's object")
 }
+
+// An update's old object is read once, by its write: an informer reads it
+// before the write holds the new object (its lookup: the prior goes into
+// the batch), a store's own Update after. Either way the old object comes
+// from the hot cache, which then keeps only the new version: a budget
+// counts one decoded object per hot key.
+func TestCompactUpdateLeavesOneVersionHot(t *testing.T) {
+	for _, priorFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("priorFirst=%v", priorFirst), func(t *testing.T) {
+			m, f := compactMap(nil, 4)
+			written := pod("a", "1", "x")
+			old := weak.Make(written)
+			m.Add("ns/a", written)
+			written = nil
+			if priorFirst {
+				b := store.GetBatch(1)
+				b.Add("ns/a", clientcache.TransactionTypeUpdate, pod("a", "2", "x"), m.ReadPrior("ns/a"), nil)
+				m.Apply(b)
+				b.Release()
+			} else {
+				m.Update("ns/a", pod("a", "2", "x"))
+			}
+			assert.Zero(t, f.Stats().PlainDecodes, "the old object came from the hot cache")
+			runtime.GC()
+			assert.Nil(t, old.Value(), "the hot cache let the old object go")
+			got, ok := m.Get("ns/a")
+			require.True(t, ok)
+			assert.Equal(t, "2", got.(*v1.Pod).ResourceVersion)
+			assert.Zero(t, f.Stats().PlainDecodes, "the new object is hot")
+		})
+	}
+}
