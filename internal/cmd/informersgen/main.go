@@ -20,12 +20,13 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/openinformer/cache/internal/cmd/modcache"
 )
 
 func main() {
@@ -41,7 +42,7 @@ func main() {
 }
 
 func run(out, modfile, tags string, check bool) error {
-	dir, version, err := clientGoDir(modfile)
+	dir, version, err := modcache.Dir("", modfile, "k8s.io/client-go")
 	if err != nil {
 		return err
 	}
@@ -60,48 +61,6 @@ func run(out, modfile, tags string, check bool) error {
 		return fmt.Errorf("%s is stale for client-go %s: run make generate", out, version)
 	}
 	return nil
-}
-
-// clientGoDir is where the go command keeps the client-go the module
-// requires, downloaded first if the module cache lacks it (a fresh machine
-// has go.mod's client-go only once something built with it, and
-// go.next.mod's never).
-func clientGoDir(modfile string) (dir, version string, err error) {
-	dir, version, err = listClientGo(modfile)
-	if err != nil || dir != "" {
-		return dir, version, err
-	}
-	if err := goCommand("mod", "download", modfile).Run(); err != nil {
-		return "", "", fmt.Errorf("go mod download client-go: %w", err)
-	}
-	if dir, version, err = listClientGo(modfile); err == nil && dir == "" {
-		err = fmt.Errorf("client-go %s is not in the module cache after go mod download", version)
-	}
-	return dir, version, err
-}
-
-// listClientGo is the module cache's directory of the client-go the module
-// requires, empty when it is not there, and its version.
-func listClientGo(modfile string) (dir, version string, err error) {
-	b, err := goCommand("list", "-m -f {{.Dir}}|{{.Version}}", modfile).Output()
-	if err != nil {
-		return "", "", fmt.Errorf("go list client-go: %w", err)
-	}
-	dir, version, _ = strings.Cut(strings.TrimSpace(string(b)), "|")
-	return dir, version, nil
-}
-
-// goCommand is `go <verb> [flags] [-modfile modfile] k8s.io/client-go`,
-// flags split on spaces, its errors to ours.
-func goCommand(verb, flags, modfile string) *exec.Cmd {
-	args := []string{verb}
-	args = append(args, strings.Fields(flags)...)
-	if modfile != "" {
-		args = append(args, "-modfile", modfile)
-	}
-	cmd := exec.Command("go", append(args, "k8s.io/client-go")...)
-	cmd.Stderr = os.Stderr
-	return cmd
 }
 
 // group is one accessor of client-go's SharedInformerFactory, e.g. Core()

@@ -43,6 +43,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/openinformer/cache/internal/cmd/modcache"
 	"github.com/openinformer/cache/internal/importmap"
 )
 
@@ -108,7 +109,7 @@ func newRunner(modfile, tags string) (*runner, error) {
 		modfile = filepath.Join(root, "go.mod")
 	}
 	modfile, _ = filepath.Abs(modfile)
-	clientGo, err := clientGoDir(root, modfile)
+	clientGo, _, err := modcache.Dir(root, modfile, "k8s.io/client-go")
 	if err != nil {
 		return nil, err
 	}
@@ -330,22 +331,6 @@ func (r *runner) testArgs() []string {
 		args = append(args, "-tags", r.tags)
 	}
 	return args
-}
-
-// clientGoDir is the module cache's copy of the client-go modfile
-// requires, downloaded first when a fresh machine does not have it yet.
-func clientGoDir(root, modfile string) (string, error) {
-	list := []string{"list", "-modfile", modfile, "-m", "-f", "{{.Dir}}", "k8s.io/client-go"}
-	dir, err := goOutput(root, list...)
-	if err == nil && dir == "" {
-		if _, err = goOutput(root, "mod", "download", "-modfile", modfile, "k8s.io/client-go"); err == nil {
-			dir, err = goOutput(root, list...)
-		}
-	}
-	if err == nil && dir == "" {
-		err = fmt.Errorf("client-go is not in the module cache after go mod download")
-	}
-	return dir, err
 }
 
 func goOutput(dir string, args ...string) (string, error) {
