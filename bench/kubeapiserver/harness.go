@@ -177,11 +177,14 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 }
 
 // startChild starts variant's informer process; it is told the pod count,
-// which a memory budget scales with, and where to write its heap profile.
+// which a memory budget scales with, and where to write its profiles.
 func startChild(srv *servers, variant string, c config) (*child, error) {
 	extra := []string{fmt.Sprintf("-pods=%d", c.pods)}
 	if c.heapProfile != "" {
 		extra = append(extra, "-heap-profile="+filepath.Join(c.heapProfile, fmt.Sprintf("%s-%d.pprof", variant, time.Now().Unix())))
+	}
+	if c.cpuProfile != "" {
+		extra = append(extra, "-cpu-profile="+filepath.Join(c.cpuProfile, fmt.Sprintf("%s-%d.cpu.pprof", variant, time.Now().Unix())))
 	}
 	return spawn(srv, "informer", variant, extra...)
 }

@@ -204,6 +204,10 @@ func runInformer(c config) error {
 	if !in.Scan() || in.Text() != "start" {
 		return fmt.Errorf("expected start, got %q", in.Text())
 	}
+	stopCPU, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
 	s0, e0 := sample(), h.events()
 	stopSteady := make(chan struct{})
 	steadyPeak := make(chan peaks)
@@ -212,6 +216,7 @@ func runInformer(c config) error {
 		return fmt.Errorf("expected stop, got %q", in.Text())
 	}
 	s1, e1 := sample(), h.events()
+	stopCPU()
 	close(stopWhole)
 	close(stopSteady)
 	maxLive := max((<-whole).live, s1.live)
@@ -220,6 +225,26 @@ func runInformer(c config) error {
 	runtime.GC()
 	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu, GCSec: s1.gc - s0.gc, GCCycles: s1.cycles - s0.cycles,
 		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: sample().live, MaxLive: maxLive, SteadyMaxLive: steadyMax})
+}
+
+// startCPUProfile starts profiling the process's CPU into path, if set,
+// and returns what stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // counters are the process's CPU time and allocation counters at one moment.

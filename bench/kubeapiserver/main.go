@@ -43,6 +43,9 @@ type config struct {
 	// heapProfile is the harness's directory for the informers' heap
 	// profiles at their highest live heap, and an informer's file in it.
 	heapProfile string
+	// cpuProfile is the harness's directory for the informers' CPU
+	// profiles of the steady phase, and an informer's file in it.
+	cpuProfile string
 }
 
 func main() {
@@ -66,6 +69,7 @@ func main() {
 	flag.StringVar(&c.host, "host", "", "informer role: API server URL")
 	flag.StringVar(&c.token, "token", "", "informer role: bearer token")
 	flag.StringVar(&c.variant, "variant", "", "informer role: the variant to run")
+	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "harness: write each informer's CPU profile of the steady phase into this directory; informer role: the file")
 	flag.StringVar(&c.heapProfile, "heap-profile", "", "harness: write each informer's heap profile at its highest live heap into this directory; informer role: the file")
 	flag.Parse()
 

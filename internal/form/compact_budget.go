@@ -14,10 +14,12 @@ import (
 // A memory budget (Cold.Budget) bounds what a compact form counts as its
 // memory: every tier's encoded bytes, an estimate of the store's cost per
 // object beside them, and the hot cache's decoded objects as estimated.
-// Over the budget, a sweep compresses objects in CLOCK order (untouched
-// since the last sweep first, then, on a second walk, the rest) down to
-// budgetLow of it, and then gives the hot cache what room is left. Writes
-// between sweeps compress at once while the form is over its budget, and a
+// A sweep that starts above the budget's low mark compresses objects in
+// CLOCK order (untouched since the last sweep first, then, on a second
+// walk, the rest) down to it, and then gives the hot cache what room is
+// left. Writes between sweeps compress at once while the form is over its
+// budget, and wake a sweep: the room between the low mark and the budget
+// is what writes fill before the next sweep is needed. A
 // list's objects, which wait for the whole list out of any sweep's reach,
 // from a quarter of it. When every object compressed still does not fit, every
 // object is kept: the form says so (Stats, a log line once).
@@ -50,7 +52,7 @@ type budget struct {
 	// plainBytes and plainHolds sum the plain encodings made, for the
 	// size of a typical object.
 	plainBytes, plainHolds atomic.Int64
-	// cooling is set by a sweep that started over the limit; only the
+	// cooling is set by a sweep that started over the low mark; only the
 	// sweep reads or writes it.
 	cooling bool
 	// over is set by a sweep that ended over the limit with every object
@@ -231,7 +233,12 @@ func (f *Compact) SweepPass(pass int) bool {
 	switch {
 	case pass == 0:
 		if b != nil {
-			b.cooling = f.counted(b) > b.limit
+			// Not "over the limit": writes over it compress themselves,
+			// which holds the count at the limit, so the sweep a write
+			// woke would find it there and leave it, and every later
+			// write would compress at once (one sweep a second, each for
+			// nothing).
+			b.cooling = f.counted(b) > b.low()
 		}
 		return true
 	case pass == 1 && b != nil && b.cooling && f.counted(b) > b.low():

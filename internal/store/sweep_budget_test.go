@@ -85,6 +85,41 @@ func TestBudgetKeepsWritesUnder(t *testing.T) {
 	assert.LessOrEqual(t, f.Stats().BudgetedBytes, int64(budget), "reads warm only what fits")
 }
 
+// The sweep a write over the budget wakes brings the store down to the low
+// mark, although the writes over the budget, compressed as they are held,
+// leave the count at or just under the budget by the time it runs: a
+// sweep that waited for a count over the budget would leave it there, and
+// every later write would be compressed at once and wake another sweep.
+func TestBudgetWokenSweepCoolsToLowMark(t *testing.T) {
+	ctx := context.Background()
+	const budget = form.DictionaryCost + 1<<20
+	f := form.NewColdCompact(-1, form.Cold{Budget: budget, OnlyOverBudget: true})
+	m := budgetStore(f)
+	pods := fixtures.Pods(8, 600)
+	woken := false
+	for _, pod := range pods {
+		if m.Add(pod.Namespace+"/"+pod.Name, pod); len(f.Wake()) > 0 {
+			woken = true
+			break
+		}
+	}
+	require.True(t, woken, "a write went over the budget")
+	for _, pod := range pods[:5] { // updates over the budget, compressed as they are held
+		pod = pod.DeepCopy()
+		pod.Status.Message = "updated"
+		m.Update(pod.Namespace+"/"+pod.Name, pod)
+	}
+	require.LessOrEqual(t, f.Stats().BudgetedBytes, int64(budget), "the updates over it compressed themselves")
+	cooledByWrites := f.Stats().Cooled
+
+	m.Sweep(ctx)
+	f.SweepEnded(ctx, 0)
+	s := f.Stats()
+	t.Logf("%+v", s)
+	assert.Greater(t, s.Cooled, cooledByWrites, "the sweep compressed")
+	assert.LessOrEqual(t, s.BudgetedBytes, int64(budget-budget/8), "down to the low mark")
+}
+
 // A budget without an age compresses nothing while there is room.
 func TestBudgetUnderCompressesNothing(t *testing.T) {
 	ctx := context.Background()
