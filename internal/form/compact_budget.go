@@ -21,7 +21,7 @@ import (
 // budget, and wake a sweep: the room between the low mark and the budget
 // is what writes fill before the next sweep is needed. A
 // list's objects, which wait for the whole list out of any sweep's reach,
-// from a quarter of it. When every object compressed still does not fit, every
+// compress from an eighth of it (listPlainShare). When every object compressed still does not fit, every
 // object is kept: the form says so (Stats, a log line once).
 
 // entryOverhead estimates what an informer spends per object beside its
@@ -124,11 +124,21 @@ func (f *Compact) counted(b *budget) int64 {
 	return s + min(b.hotLimit.Load(), n)*b.typical()*decodedPerByte
 }
 
+// listPlainShare is the share of the budget (1/listPlainShare) a list's
+// objects may fill plain before they are compressed as they arrive. It is
+// small because the moment the list is stored is when the informer holds
+// most beside its store: every handler's initial list queued (a box per
+// object) and decoded at tens of thousands of objects a second, faster
+// than the collector frees them. At 100k pods under a 128 MiB budget that
+// was ~30 MB the budget does not count (docs/MEMORY.md), and a quarter
+// held plain left the live heap 9% over the budget.
+const listPlainShare = 8
+
 // holdBudgeted is what a write of e, a plain encoding made by codec,
 // stores under f's budget: e, or e compressed while over the budget (from
-// a quarter of it for a list's object, ahead). It feeds the dictionary's
-// sample until the codec has one, and makes it from an eighth of the
-// budget.
+// 1/listPlainShare of it for a list's object, ahead). It feeds the
+// dictionary's sample until the codec has one, and makes it from half
+// that share, from what it has by the time a list compresses.
 func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead bool) compact.Encoding {
 	b := f.budgetOf()
 	if b == nil {
@@ -140,8 +150,8 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 	total := f.counted(b) + int64(e.Len()) + entryOverhead
 	if !codec.HasDictionary() {
 		f.cold.offer(codec, e)
-		if total > b.limit/8 {
-			f.cold.makeFromReservoir(codec, total > b.limit/4)
+		if total > b.limit/(2*listPlainShare) {
+			f.cold.makeFromReservoir(codec, total > b.limit/listPlainShare)
 		}
 	}
 	if total > b.limit && !b.over.Load() {
@@ -150,7 +160,7 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 		default:
 		}
 	}
-	if total <= b.limit && (!ahead || total <= b.limit/4) {
+	if total <= b.limit && (!ahead || total <= b.limit/listPlainShare) {
 		return e
 	}
 	cold, smaller, err := codec.Cool(e)

@@ -207,9 +207,9 @@ func TestBudgetSizesHotCache(t *testing.T) {
 	assert.Equal(t, int64(form.DictionaryCost), f.Stats().BudgetedBytes, "deletes are counted, the dictionary stays, the hot cache is empty")
 }
 
-// A list's objects, held ahead of the store, are compressed from a quarter
+// A list's objects, held ahead of the store, are compressed from an eighth
 // of the budget: they wait out of any sweep's reach until the list is
-// whole.
+// whole, and the informer holds the most beside its store just after.
 func TestBudgetHoldsListAhead(t *testing.T) {
 	const budget = form.DictionaryCost + 1<<20
 	f := form.NewColdCompact(-1, form.Cold{Budget: budget, OnlyOverBudget: true})
@@ -222,7 +222,9 @@ func TestBudgetHoldsListAhead(t *testing.T) {
 	s := f.Stats()
 	t.Logf("%+v", s)
 	assert.Positive(t, s.DictionaryBytes)
-	assert.Greater(t, s.Cooled, uint64(500))
+	// The first pods fill the eighth and stay plain (a quarter left
+	// about 60 of them so); every later one is compressed.
+	assert.Greater(t, s.Cooled, uint64(570))
 }
 
 // SweepEvery sweeps when the form asks, no sooner than MinSweepGap after
