@@ -23,7 +23,7 @@ var errNoDictionary = errors.New("compact: a cold encoding, and the codec has no
 // Cold reports whether e is an encoding Cool made, compressed with the
 // codec's dictionary.
 func (c *Codec) Cold(e Encoding) bool {
-	return c.compressor == nil && e.layout().flags&flagCompressed != 0
+	return c.compressor == nil && e.Compressed()
 }
 
 // HasDictionary reports whether the codec has made or adopted its

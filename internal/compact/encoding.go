@@ -134,6 +134,10 @@ func (e Encoding) last(l *layout) []byte {
 // compressed or not.
 func (e Encoding) Len() int { return e.layout().length }
 
+// Compressed reports whether e's body is compressed (a cold encoding, or
+// one of a codec with a Compressor).
+func (e Encoding) Compressed() bool { return e.layout().flags&flagCompressed != 0 }
+
 // Identity is a slice of the last piece, never empty, and the same slice on
 // every call: a HotCache recognises the object decoded from an Encoding by
 // it. While it is kept, no other Encoding gets its address.

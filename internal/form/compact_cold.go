@@ -60,15 +60,15 @@ type Tiers struct {
 	PlainBytes, ColdBytes     int64
 }
 
-// add counts one encoding of the tier cold says.
-func (t *Tiers) add(e compact.Encoding, cold bool) {
+// add counts one encoding of size bytes, of the tier cold says.
+func (t *Tiers) add(size int64, cold bool) {
 	if cold {
 		t.ColdObjects++
-		t.ColdBytes += int64(e.Len())
+		t.ColdBytes += size
 		return
 	}
 	t.PlainObjects++
-	t.PlainBytes += int64(e.Len())
+	t.PlainBytes += size
 }
 
 // coldTier is a compact form's cold tier. Only a sweep calls into it, but
@@ -107,27 +107,38 @@ func NewColdCompact(hotObjects int, cold Cold) *Compact {
 
 // Retier moves key's encoding between tiers: a plain one untouched since
 // the last sweep becomes cold, a cold one touched becomes plain. It clears
-// the key's touch, so each call starts a new period.
+// the key's touch, so each call starts a new period. Most keys stay where
+// they are, and their label entry says so without the encoding being
+// read: a sweep walks every key, and an encoding's first byte is a cache
+// miss.
 func (f *Compact) Retier(key string, held any) (any, bool) {
 	e, ok := held.(compact.Encoding)
 	if f.cold == nil || !ok {
 		return nil, false
 	}
+	entry, known := f.labels.untouch(key, e)
+	if !known { // an entry lost to a racing write: e untouched, as it reads
+		entry = labelEntry{size: uint32(e.Len()), cold: e.Compressed()}
+	}
+	if entry.touched != entry.cold { // used and plain, or unused and cold
+		f.cold.tally(int64(entry.size), entry.cold)
+		return e, false
+	}
 	codec, err := f.codecOf(e)
 	if err != nil {
 		return nil, false
 	}
-	next, moved := f.retier(codec, key, e)
+	next, moved := f.retier(codec, key, e, entry.touched)
 	if !moved {
 		next = e
 	}
-	f.cold.tally(next, codec.Cold(next))
+	f.cold.tally(int64(next.Len()), codec.Cold(next))
 	return next, moved
 }
 
-// retier is Retier of key's e, made by codec.
-func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding) (compact.Encoding, bool) {
-	touched := f.labels.untouch(key, e)
+// retier is Retier of key's e, made by codec, touched or not since the
+// last sweep, when it may move: touched and cold, or untouched and plain.
+func (f *Compact) retier(codec *compact.Codec, key string, e compact.Encoding, touched bool) (compact.Encoding, bool) {
 	switch cold := codec.Cold(e); {
 	case touched && cold:
 		if !f.roomToWarm(e) {
@@ -176,10 +187,11 @@ func (t *coldTier) countCooled(plain, cold compact.Encoding) {
 	t.cooledTo.Add(uint64(cold.Len()))
 }
 
-// tally counts e, of the tier cold says, in the sweep under way.
-func (t *coldTier) tally(e compact.Encoding, cold bool) {
+// tally counts an encoding of size bytes, of the tier cold says, in the
+// sweep under way.
+func (t *coldTier) tally(size int64, cold bool) {
 	t.mu.Lock()
-	t.sweep.add(e, cold)
+	t.sweep.add(size, cold)
 	t.mu.Unlock()
 }
 

@@ -46,12 +46,19 @@ type labelShard struct {
 // same. touched is the cold tier's reference bit: set by every write and
 // kept read of the key, cleared by each sweep (untouch), so that an entry
 // found untouched has not been used for a whole sweep period. size is the
-// encoding's length.
+// encoding's length and cold whether it is compressed, so that a sweep
+// decides about most keys without reading their encodings.
 type labelEntry struct {
 	identity *byte
 	set      *labelset.Set
 	size     uint32
 	touched  bool
+	cold     bool
+}
+
+// entryOf is the entry of e with labels set.
+func entryOf(e compact.Encoding, set *labelset.Set, touched bool) labelEntry {
+	return labelEntry{identity: identity(e), set: set, size: uint32(e.Len()), touched: touched, cold: e.Compressed()}
 }
 
 // store sets key's entry in s, whose lock the caller holds, and counts
@@ -104,7 +111,7 @@ func (h *heldLabels) put(key string, e compact.Encoding, obj any) {
 	set := h.interner.Intern(m.GetLabels())
 	s := h.shard(key)
 	s.mu.Lock()
-	h.store(s, key, labelEntry{identity: identity(e), set: set, size: uint32(e.Len()), touched: true})
+	h.store(s, key, entryOf(e, set, true))
 	s.mu.Unlock()
 }
 
@@ -128,7 +135,7 @@ func (h *heldLabels) offer(key string, e compact.Encoding, obj any) {
 	set := h.interner.Intern(m.GetLabels())
 	s.mu.Lock()
 	if cur, ok := s.byKey[key]; !ok || (cur.set == nil && cur.identity == identity(e)) {
-		h.store(s, key, labelEntry{identity: identity(e), set: set, size: uint32(e.Len()), touched: cur.touched || !ok})
+		h.store(s, key, entryOf(e, set, cur.touched || !ok))
 	}
 	s.mu.Unlock()
 }
@@ -141,7 +148,7 @@ func (h *heldLabels) adopt(key string, e compact.Encoding) {
 	s := h.shard(key)
 	s.mu.Lock()
 	if entry, ok := s.byKey[key]; !ok || entry.identity != identity(e) {
-		h.store(s, key, labelEntry{identity: identity(e), size: uint32(e.Len()), touched: true})
+		h.store(s, key, entryOf(e, nil, true))
 	}
 	s.mu.Unlock()
 }
@@ -157,18 +164,22 @@ func (h *heldLabels) touch(key string, e compact.Encoding) {
 	s.mu.Unlock()
 }
 
-// untouch clears key's mark and reports whether it was set for e.
-func (h *heldLabels) untouch(key string, e compact.Encoding) bool {
+// untouch clears key's mark and returns e's entry as it was, false when
+// key has none for e.
+func (h *heldLabels) untouch(key string, e compact.Encoding) (labelEntry, bool) {
 	s := h.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	entry, ok := s.byKey[key]
-	if !ok || entry.identity != identity(e) || !entry.touched {
-		return false
+	if !ok || entry.identity != identity(e) {
+		return labelEntry{}, false
 	}
-	entry.touched = false
-	s.byKey[key] = entry
-	return true
+	if entry.touched {
+		cleared := entry
+		cleared.touched = false
+		s.byKey[key] = cleared
+	}
+	return entry, true
 }
 
 // rekey moves key's entry from e to next, the same object in another
@@ -177,8 +188,7 @@ func (h *heldLabels) rekey(key string, e, next compact.Encoding) {
 	s := h.shard(key)
 	s.mu.Lock()
 	if entry, ok := s.byKey[key]; ok && entry.identity == identity(e) {
-		entry.identity, entry.size = identity(next), uint32(next.Len())
-		h.store(s, key, entry)
+		h.store(s, key, entryOf(next, entry.set, entry.touched))
 	}
 	s.mu.Unlock()
 }
