@@ -151,7 +151,7 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 			return res, fmt.Errorf("%s synced %d pods, want %d", v, rep.Pods, len(refs))
 		}
 		res.sync[v] = rep
-		fmt.Printf("  %-18s synced %d pods: %.2fs wall, %.2fs CPU, %.0f MB allocated, peak live %.0f MB (heap %.0f MB), steady %.0f MB\n",
+		fmt.Printf("  %-18s synced %d pods: %.2fs wall, %.2fs CPU, %.0f MiB allocated, peak live %.0f MiB (heap %.0f MiB), steady %.0f MiB\n",
 			v, rep.Pods, rep.WallSec, rep.CPUSec, mb(rep.AllocBytes), mb(rep.PeakLive), mb(rep.PeakHeap), mb(rep.SteadyLive))
 	}
 	for _, ch := range children {
@@ -244,4 +244,5 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
+// mb is b in MiB, the unit of every figure the reports print.
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -123,13 +123,13 @@ func printStart(r startResult) {
 	if s.Outcome != "" {
 		name += " (" + s.Outcome + ")"
 	}
-	fmt.Printf("  %-22s %d pods: informer synced %.2fs (CPU %.2fs), handler %.2fs (CPU %.2fs, sys %.2fs), read %.1f MB"+
-		" (wire %.1f MB), requests %s, peak live %.0f MB (heap %.0f MB), steady %.0f MB; stop %.2fs",
+	fmt.Printf("  %-22s %d pods: informer synced %.2fs (CPU %.2fs), handler %.2fs (CPU %.2fs, sys %.2fs), read %.1f MiB"+
+		" (wire %.1f MiB), requests %s, peak live %.0f MiB (heap %.0f MiB), steady %.0f MiB; stop %.2fs",
 		name, s.Pods, s.Informer.WallSec, s.Informer.CPUSec, s.Handler.WallSec, s.Handler.CPUSec, s.Handler.SysSec,
 		mbi(s.Handler.Requests.Payload), mbi(s.Handler.Requests.Wire), requestsString(s.Handler.Requests),
 		mb(s.PeakLive), mb(s.PeakHeap), mb(s.SteadyLive), r.stop.StopSec)
 	if r.stop.SnapshotBytes > 0 {
-		fmt.Printf(" (snapshot %.0f MB, %d objects, saved in %.2fs)", mbi(r.stop.SnapshotBytes), r.stop.SnapshotObjects, r.stop.SaveSec)
+		fmt.Printf(" (snapshot %.0f MiB, %d objects, saved in %.2fs)", mbi(r.stop.SnapshotBytes), r.stop.SnapshotObjects, r.stop.SaveSec)
 	}
 	fmt.Printf("; load %d patches (%d failed, %d skipped)\n", r.load.sent, r.load.failed, r.load.skipped)
 	fmt.Printf("  %-22s initial list %d, exact LIST at %s: %d; equal %v, late initial adds %d, other notifications %d %s\n",

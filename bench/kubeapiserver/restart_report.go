@@ -13,7 +13,7 @@ type restartMetric struct {
 }
 
 // oursOnly are the figures with no client-go counterpart to divide by.
-var oursOnly = map[string]bool{"stop s": true, "snapshot MB": true}
+var oursOnly = map[string]bool{"stop s": true, "snapshot MiB": true}
 
 var restartTable = []restartMetric{
 	{"informer HasSynced s", "%.2f", func(r startResult) float64 { return r.sync.Informer.WallSec }},
@@ -22,22 +22,22 @@ var restartTable = []restartMetric{
 	{"CPU until handler synced s", "%.2f", func(r startResult) float64 { return r.sync.Handler.CPUSec }},
 	{"of which system s", "%.2f", func(r startResult) float64 { return r.sync.Handler.SysSec }},
 	{"GC CPU until handler synced s", "%.2f", func(r startResult) float64 { return r.sync.Handler.GCSec }},
-	{"allocated until informer synced MB", "%.0f", func(r startResult) float64 { return mb(r.sync.Informer.AllocBytes) }},
-	{"allocated until handler synced MB", "%.0f", func(r startResult) float64 { return mb(r.sync.Handler.AllocBytes) }},
-	{"read until informer synced MB", "%.2f", func(r startResult) float64 { return mbi(r.sync.Informer.Requests.Payload) }},
-	{"read until handler synced MB", "%.2f", func(r startResult) float64 { return mbi(r.sync.Handler.Requests.Payload) }},
-	{"wire bytes until handler synced MB", "%.2f", func(r startResult) float64 { return mbi(r.sync.Handler.Requests.Wire) }},
+	{"allocated until informer synced MiB", "%.0f", func(r startResult) float64 { return mb(r.sync.Informer.AllocBytes) }},
+	{"allocated until handler synced MiB", "%.0f", func(r startResult) float64 { return mb(r.sync.Handler.AllocBytes) }},
+	{"read until informer synced MiB", "%.2f", func(r startResult) float64 { return mbi(r.sync.Informer.Requests.Payload) }},
+	{"read until handler synced MiB", "%.2f", func(r startResult) float64 { return mbi(r.sync.Handler.Requests.Payload) }},
+	{"wire bytes until handler synced MiB", "%.2f", func(r startResult) float64 { return mbi(r.sync.Handler.Requests.Wire) }},
 	{"LISTs without limit", "%.0f", func(r startResult) float64 { return float64(r.sync.Handler.Requests.ListsFull) }},
 	{"LISTs with limit", "%.0f", func(r startResult) float64 { return float64(r.sync.Handler.Requests.ListsLimited) }},
 	{"watch-lists", "%.0f", func(r startResult) float64 { return float64(r.sync.Handler.Requests.WatchLists) }},
 	{"plain watches", "%.0f", func(r startResult) float64 { return float64(r.sync.Handler.Requests.Watches) }},
-	{"peak live heap MB", "%.0f", func(r startResult) float64 { return mb(r.sync.PeakLive) }},
-	{"peak heap objects MB", "%.0f", func(r startResult) float64 { return mb(r.sync.PeakHeap) }},
-	{"steady live heap MB", "%.0f", func(r startResult) float64 { return mb(r.sync.SteadyLive) }},
+	{"peak live heap MiB", "%.0f", func(r startResult) float64 { return mb(r.sync.PeakLive) }},
+	{"peak heap objects MiB", "%.0f", func(r startResult) float64 { return mb(r.sync.PeakHeap) }},
+	{"steady live heap MiB", "%.0f", func(r startResult) float64 { return mb(r.sync.SteadyLive) }},
 	{"peak live / steady", "%.2f", func(r startResult) float64 { return ratio(r.sync.PeakLive, r.sync.SteadyLive) }},
 	{"peak heap objects / steady", "%.2f", func(r startResult) float64 { return ratio(r.sync.PeakHeap, r.sync.SteadyLive) }},
 	{"stop s", "%.2f", func(r startResult) float64 { return r.stop.StopSec }},
-	{"snapshot MB", "%.0f", func(r startResult) float64 { return mbi(r.stop.SnapshotBytes) }},
+	{"snapshot MiB", "%.0f", func(r startResult) float64 { return mbi(r.stop.SnapshotBytes) }},
 }
 
 func ratio(a, b uint64) float64 {
@@ -47,6 +47,7 @@ func ratio(a, b uint64) float64 {
 	return float64(a) / float64(b)
 }
 
+// mbi is mb of a signed count.
 func mbi(b int64) float64 { return float64(b) / (1 << 20) }
 
 // printRestartTables prints, per figure, the medians over rounds with their
