@@ -18,11 +18,10 @@ import (
 // CLOCK order (untouched since the last sweep first, then, on a second
 // walk, the rest) down to it, and then gives the hot cache what room is
 // left. Writes between sweeps compress at once while the form is over its
-// high mark (the budget less a reserve for what it cannot count), and wake
-// a sweep: the room between the low and the high mark is what writes fill
-// before the next sweep is needed. A list's objects, which wait for the
-// whole list out of any sweep's reach, compress from a sixteenth of it
-// (listPlainShare). When every object compressed still does not fit, every
+// budget, and wake a sweep: the room between the low mark and the budget
+// is what writes fill before the next sweep is needed. A
+// list's objects, which wait for the whole list out of any sweep's reach,
+// compress from an eighth of it (listPlainShare). When every object compressed still does not fit, every
 // object is kept: the form says so (Stats, a log line once).
 
 // entryOverhead estimates what an informer spends per object beside its
@@ -67,14 +66,6 @@ type budget struct {
 // hot cache may fill up to: below the limit, so that a few writes do not
 // send the form over it again at once.
 func (b *budget) low() int64 { return b.limit - b.limit/8 }
-
-// high is what the counted bytes may reach before writes are compressed at
-// once: the budget less a reserve (1/32 of it) for what it cannot count
-// and an informer holds all the same, such as the events on their way to
-// the store and the handlers, and the client's buffers. At 100k pods
-// under 128 MiB the live heap's highest in the steady phase was 1 MiB
-// over a budget counted to its limit (docs/MEMORY.md).
-func (b *budget) high() int64 { return b.limit - b.limit/32 }
 
 // typical is the mean size of a plain encoding made so far; 0 before any.
 func (b *budget) typical() int64 {
@@ -139,10 +130,13 @@ func (f *Compact) counted(b *budget) int64 {
 // most beside its store: every handler's initial list queued (a box per
 // object) and decoded at tens of thousands of objects a second, faster
 // than the collector frees them. At 100k pods under a 128 MiB budget that
-// was ~30 MB the budget does not count (docs/MEMORY.md): with a quarter
-// of the budget held plain the live heap peaked at 1.14 times the budget,
-// with an eighth at 1.05 times.
-const listPlainShare = 16
+// was 30-60 MiB the budget does not count (docs/MEMORY.md): with a
+// quarter of the budget held plain the live heap peaked at 1.14 times the
+// budget, with an eighth at 1.05 times. A smaller share did not help: the
+// dictionary, made before the list compresses, then sees only the list's
+// first pods (a watch-list streams them in key order, one namespace after
+// another).
+const listPlainShare = 8
 
 // holdBudgeted is what a write of e, a plain encoding made by codec,
 // stores under f's budget: e, or e compressed while over the budget (from
@@ -164,13 +158,13 @@ func (f *Compact) holdBudgeted(codec *compact.Codec, e compact.Encoding, ahead b
 			f.cold.makeFromReservoir(codec, total > b.limit/listPlainShare)
 		}
 	}
-	if total > b.high() && !b.over.Load() {
+	if total > b.limit && !b.over.Load() {
 		select {
 		case b.wake <- struct{}{}:
 		default:
 		}
 	}
-	if total <= b.high() && (!ahead || total <= b.limit/listPlainShare) {
+	if total <= b.limit && (!ahead || total <= b.limit/listPlainShare) {
 		return e
 	}
 	cold, smaller, err := codec.Cool(e)
