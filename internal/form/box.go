@@ -30,9 +30,20 @@ func (b *Box) Fill(key string, held any, f Form) {
 // Key is the store key of the boxed value.
 func (b *Box) Key() string { return b.key }
 
-// Object is the box's object, read back (into the form's hot cache) by the
-// first caller; the others wait for it and get the same.
+// Object is the box's object, read back by the first caller; the others
+// wait for it and get the same.
 func (b *Box) Object() (any, bool) {
-	b.once.Do(func() { b.obj, b.ok = View(b.form, b.key, b.held, true) })
+	b.once.Do(func() { b.obj, b.ok = View(b.form, b.key, b.held, keepsBoxed(b.form)) })
 	return b.obj, b.ok
+}
+
+// keepsBoxed reports whether a box's object goes into f's hot cache. Boxes
+// carry initial lists, each object read once by the handlers; under a
+// memory budget their decodes are kept out of it, so that the room the
+// budget counts for the hot cache stays free while the handlers' initial
+// lists are in flight beside the store, uncounted (docs/MEMORY.md, "The
+// budget's live heap, profiled").
+func keepsBoxed(f Form) bool {
+	c, ok := f.(*Compact)
+	return !ok || c.budgetOf() == nil
 }

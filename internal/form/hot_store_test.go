@@ -150,3 +150,24 @@ func TestCompactUpdateLeavesOneVersionHot(t *testing.T) {
 		})
 	}
 }
+
+// A box's object, an initial list's, goes into the hot cache, unless the
+// form holds its memory to a budget: then the room the budget counts for
+// the hot cache stays free while the initial lists are in flight.
+func TestBoxedReadsKeptOnlyWithoutBudget(t *testing.T) {
+	for _, budget := range []int64{0, 64 << 20} {
+		t.Run(fmt.Sprintf("budget %d", budget), func(t *testing.T) {
+			f := form.NewForOptions(10, 0, budget)
+			held, err := f.HoldAhead("ns/a", pod("a", "1", "x")) // as a watch-list holds its objects
+			require.NoError(t, err)
+			var b form.Box
+			b.Fill("ns/a", held, f)
+			_, ok := b.Object()
+			require.True(t, ok)
+			before := f.Stats().HotReads
+			_, err = f.View("ns/a", held, false)
+			require.NoError(t, err)
+			assert.Equal(t, budget == 0, f.Stats().HotReads > before, "the box's object in the hot cache")
+		})
+	}
+}
