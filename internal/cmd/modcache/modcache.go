@@ -19,7 +19,7 @@ func Dir(dir, modfile, module string) (moduleDir, version string, err error) {
 	if err != nil || moduleDir != "" {
 		return moduleDir, version, err
 	}
-	if _, err := run(dir, withModfile([]string{"mod", "download"}, modfile, module)); err != nil {
+	if _, err := GoOutput(dir, withModfile([]string{"mod", "download"}, modfile, module)...); err != nil {
 		return "", "", err
 	}
 	if moduleDir, version, err = list(dir, modfile, module); err == nil && moduleDir == "" {
@@ -31,7 +31,7 @@ func Dir(dir, modfile, module string) (moduleDir, version string, err error) {
 // list is module's directory in the module cache, empty when it is not
 // there, and its version.
 func list(dir, modfile, module string) (moduleDir, version string, err error) {
-	out, err := run(dir, withModfile([]string{"list", "-m", "-f", "{{.Dir}}|{{.Version}}"}, modfile, module))
+	out, err := GoOutput(dir, withModfile([]string{"list", "-m", "-f", "{{.Dir}}|{{.Version}}"}, modfile, module)...)
 	moduleDir, version, _ = strings.Cut(out, "|")
 	return moduleDir, version, err
 }
@@ -44,8 +44,9 @@ func withModfile(args []string, modfile, module string) []string {
 	return append(args, module)
 }
 
-// run is the go command's trimmed output for args, run in dir.
-func run(dir string, args []string) (string, error) {
+// GoOutput is the go command's trimmed standard output for args, run in
+// dir; an error carries its standard error.
+func GoOutput(dir string, args ...string) (string, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer

@@ -101,7 +101,7 @@ type runner struct {
 }
 
 func newRunner(modfile, tags string) (*runner, error) {
-	root, err := goOutput("", "list", "-m", "-f", "{{.Dir}}")
+	root, err := modcache.GoOutput("", "list", "-m", "-f", "{{.Dir}}")
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (r *runner) testModfile(modfile string) (string, error) {
 	for _, req := range reqs {
 		args = append(args, "-require="+req)
 	}
-	_, err = goOutput(r.root, args...)
+	_, err = modcache.GoOutput(r.root, args...)
 	return dst, err
 }
 
@@ -331,18 +331,6 @@ func (r *runner) testArgs() []string {
 		args = append(args, "-tags", r.tags)
 	}
 	return args
-}
-
-func goOutput(dir string, args ...string) (string, error) {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func mustRel(base, target string) string {
