@@ -19,10 +19,10 @@ import (
 // walk, the rest) down to it, and then gives the hot cache what room is
 // left. Writes between sweeps compress at once while the form is over its
 // budget, and wake a sweep: the room between the low mark and the budget
-// is what writes fill before the next sweep is needed. A
-// list's objects, which wait for the whole list out of any sweep's reach,
-// compress from an eighth of it (listPlainShare). When every object compressed still does not fit, every
-// object is kept: the form says so (Stats, a log line once).
+// is what writes fill before the next sweep is needed. A list's objects,
+// which wait for the whole list out of any sweep's reach, compress from an
+// eighth of it (listPlainShare). When every object compressed still does
+// not fit, every object is kept: the form says so (Stats, a log line once).
 
 // entryOverhead estimates what an informer spends per object beside its
 // encoding: the key, the map's and the namespace index's slots (about
