@@ -46,6 +46,17 @@ const (
 // 5000 pods, and the hot cache may take all the room the budget leaves.
 var budgetOptions = ours.CompactOptions{HotObjects: 1 << 20, MemoryBudget: 48 << 20}
 
+// coldOptions are the compact-cold variant's: the cold tier compresses what
+// nobody read for 10 s, half the period of the workload's full lists, so
+// that objects do go cold between the reads.
+var coldOptions = ours.CompactOptions{HotObjects: ours.DefaultHotObjects, ColdAfter: 10 * time.Second}
+
+// tightOptions are the compact-tight variant's: a budget of 24 MiB per
+// informer, about a fifth of what client-go's pod informer holds for 5000
+// pods, with the default hot cache, so that most objects stay compressed
+// and every full list decompresses them.
+var tightOptions = ours.CompactOptions{HotObjects: ours.DefaultHotObjects, MemoryBudget: 24 << 20}
+
 // newFactory is the variant's typed informer factory, as a user swaps it in:
 // the workload below is the same code on each, written against client-go's
 // SharedInformerFactory interface and its generated listers.
@@ -69,6 +80,10 @@ func newFactory(variant string, cs kubernetes.Interface) (clientinformers.Shared
 	case "compact-budget":
 		// A hot set as large as the cache, held to what a budget leaves it.
 		return informers.NewSharedInformerFactoryWithOptions(cs, 0, compact(true, budgetOptions)), nil
+	case "compact-cold":
+		return informers.NewSharedInformerFactoryWithOptions(cs, 0, compact(true, coldOptions)), nil
+	case "compact-tight":
+		return informers.NewSharedInformerFactoryWithOptions(cs, 0, compact(true, tightOptions)), nil
 	}
 	return nil, fmt.Errorf("unknown variant %q", variant)
 }
