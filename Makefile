@@ -176,7 +176,8 @@ realserver-bench:
 ## (controller-runtime cold, crcache cold with snapshots, SIGKILL, crcache
 ## warm; RATE updates/s flowing); MEASURE=0 runs only those. HEAP_PROFILE=dir
 ## keeps each child's heap profile at its peak; CPU_PROFILE=dir each restart
-## start's CPU profile from its start to ready; GOGC sets the children's.
+## start's CPU profile from its start to ready and each measure child's CPU
+## windows (<impl>-round<n>-<noop|get>.pprof); GOGC sets the children's.
 ## crbench-restart is crbench with RESTART=1 MEASURE=0 PODS=100000 ROUNDS=2.
 CR_APISERVER ?= $(CURDIR)/bench/kubeapiserver/bin/kube-apiserver
 CR_ETCD ?= $(CURDIR)/controllerruntime/envtest/bin/etcd

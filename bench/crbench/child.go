@@ -97,7 +97,12 @@ type snapshotReport struct {
 // (once the reconciles went quiet) and "stop" exits; in restart mode it
 // waits to be killed, after reporting its snapshot if it has one on.
 func child(c config) error {
-	stopProfile, err := startCPUProfile(c.cpuProfile)
+	// A measure child profiles each CPU window instead (cpuWindow).
+	startProfile := c.cpuProfile
+	if c.mode != "restart" {
+		startProfile = ""
+	}
+	stopProfile, err := startCPUProfile(startProfile)
 	if err != nil {
 		return err
 	}
@@ -224,7 +229,7 @@ func child(c config) error {
 		switch cmd, arg, _ := strings.Cut(in.Text(), " "); cmd {
 		case "window":
 			reads.Store(arg == "get")
-			w, err := cpuWindow(in, &reconciled)
+			w, err := cpuWindow(in, &reconciled, windowProfile(c.cpuProfile, arg))
 			if err != nil {
 				return err
 			}
@@ -238,10 +243,24 @@ func child(c config) error {
 	return in.Err()
 }
 
+// windowProfile is where the window named reconciler is profiled, beside
+// path (none when path is empty).
+func windowProfile(path, reconciler string) string {
+	if path == "" {
+		return ""
+	}
+	return strings.TrimSuffix(path, ".pprof") + "-" + reconciler + ".pprof"
+}
+
 // cpuWindow measures from now until the parent's "end" and the reconciles
-// going quiet for a second after it.
-func cpuWindow(in *bufio.Scanner, reconciled *atomic.Int64) (windowReport, error) {
+// going quiet for a second after it, profiling the CPU into profile if set.
+func cpuWindow(in *bufio.Scanner, reconciled *atomic.Int64, profile string) (windowReport, error) {
 	runtime.GC()
+	stopProfile, err := startCPUProfile(profile)
+	if err != nil {
+		return windowReport{}, err
+	}
+	defer stopProfile()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	u0, s0 := rusage()

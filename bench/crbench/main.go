@@ -78,7 +78,7 @@ func main() {
 	flag.StringVar(&c.snapshotDir, "snapshot-dir", "", "child (crcache): Options.SnapshotDir, snapshots on")
 	flag.DurationVar(&c.snapshotInterval, "snapshot-interval", 10*time.Second, "child (crcache): InformerOptions.SnapshotInterval")
 	flag.StringVar(&c.heapProfile, "heap-profile-out", "", "child: write the heap profile taken at the peak to this file")
-	flag.StringVar(&c.cpuProfile, "cpu-profile-out", "", "child (restart mode): write a CPU profile from the start to ready to this file")
+	flag.StringVar(&c.cpuProfile, "cpu-profile-out", "", "child: write a CPU profile from the start to ready to this file (restart mode), or of each CPU window beside it, <file>-<noop|get>.pprof (measure mode)")
 	flag.StringVar(&c.apiserver, "apiserver", "", "kube-apiserver binary")
 	flag.StringVar(&c.etcd, "etcd", "", "etcd binary")
 	flag.IntVar(&c.pods, "pods", 2000, "pods to create")
@@ -90,7 +90,7 @@ func main() {
 	flag.DurationVar(&c.window, "window", 0, "CPU window of the measure rounds (0 skips it)")
 	flag.IntVar(&c.rate, "rate", 100, "pod status updates per second during the CPU window and the restart rounds")
 	flag.StringVar(&c.heapProfileDir, "heap-profile", "", "write each child's heap profile at its peak (measure rounds) into this directory")
-	flag.StringVar(&c.cpuProfileDir, "cpu-profile", "", "write each restart start's CPU profile, from the start to ready, into this directory")
+	flag.StringVar(&c.cpuProfileDir, "cpu-profile", "", "write each restart start's CPU profile, from the start to ready, and each measure child's CPU windows into this directory")
 	flag.StringVar(&c.gogc, "gogc", "", "GOGC of the children (empty: inherited)")
 	flag.Parse()
 	// controller-runtime's logs (warnings on creates, the children's

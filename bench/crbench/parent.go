@@ -202,6 +202,9 @@ func (b *bench) measureRound(round int) (measureRound, error) {
 		if b.c.heapProfileDir != "" {
 			extra = append(extra, "-heap-profile-out="+filepath.Join(b.c.heapProfileDir, fmt.Sprintf("%s-round%d.pprof", impl, round+1)))
 		}
+		if b.c.cpuProfileDir != "" {
+			extra = append(extra, "-cpu-profile-out="+filepath.Join(b.c.cpuProfileDir, fmt.Sprintf("%s-round%d.pprof", impl, round+1)))
+		}
 		before, err := b.scrape()
 		if err != nil {
 			return m, err
