@@ -169,7 +169,7 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 			return res, fmt.Errorf("%s steady: %w", order[i], err)
 		}
 		res.steady[order[i]] = rep
-		fmt.Printf("  %-18s steady: %d events, %.2fs CPU\n", order[i], rep.Events, rep.CPUSec)
+		fmt.Printf("  %-18s steady: %d events (%d more after the phase), %.2fs CPU\n", order[i], rep.Events, rep.LateEvents, rep.CPUSec)
 	}
 	fmt.Printf("  steady: %d updates in %.1fs (%d failed, %d skipped)\n",
 		res.load.sent, res.load.elapsed.Seconds(), res.load.failed, res.load.skipped)

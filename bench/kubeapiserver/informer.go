@@ -149,6 +149,9 @@ type steadyReport struct {
 	// SteadyMaxLive is the highest live heap after a GC in the steady
 	// phase alone.
 	SteadyMaxLive uint64
+	// LateEvents arrived after the phase ended, until none came for two
+	// seconds: events an informer was behind on, rather than lost.
+	LateEvents int64
 }
 
 // runInformer is the informer role: sync, report, then measure between the
@@ -223,8 +226,26 @@ func runInformer(c config) error {
 	steadyMax := max((<-steadyPeak).live, s1.live)
 	runtime.GC()
 	runtime.GC()
+	endLive := sample().live
+	late := settle(h.events) - e1
 	return json.NewEncoder(os.Stdout).Encode(steadyReport{Events: e1 - e0, CPUSec: s1.cpu - s0.cpu, GCSec: s1.gc - s0.gc, GCCycles: s1.cycles - s0.cycles,
-		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: sample().live, MaxLive: maxLive, SteadyMaxLive: steadyMax})
+		AllocBytes: s1.allocBytes - s0.allocBytes, AllocObjects: s1.allocObjects - s0.allocObjects, EndLive: endLive, MaxLive: maxLive, SteadyMaxLive: steadyMax,
+		LateEvents: late})
+}
+
+// settle waits until no event has arrived for two seconds, for at most 30
+// seconds, and returns the count then.
+func settle(events func() int64) int64 {
+	last, quiet := events(), 0
+	for deadline := time.Now().Add(30 * time.Second); quiet < 20 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		if n := events(); n != last {
+			last, quiet = n, 0
+		} else {
+			quiet++
+		}
+	}
+	return last
 }
 
 // startCPUProfile starts profiling the process's CPU into path, if set,
