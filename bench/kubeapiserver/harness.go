@@ -153,6 +153,11 @@ func runRound(ctx context.Context, c config, srv *servers, cs kubernetes.Interfa
 		res.sync[v] = rep
 		fmt.Printf("  %-18s synced %d pods: %.2fs wall, %.2fs CPU, %.0f MiB allocated, peak live %.0f MiB (heap %.0f MiB), steady %.0f MiB\n",
 			v, rep.Pods, rep.WallSec, rep.CPUSec, mb(rep.AllocBytes), mb(rep.PeakLive), mb(rep.PeakHeap), mb(rep.SteadyLive))
+		var ready readyReport
+		if err := ch.read(&ready); err != nil {
+			return res, fmt.Errorf("%s handler sync: %w", v, err)
+		}
+		fmt.Printf("  %-18s handler has its initial list %.2fs after the start\n", v, ready.HandlerSyncedSec)
 	}
 	for _, ch := range children {
 		fmt.Fprintln(ch.in, "start")

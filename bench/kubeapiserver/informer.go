@@ -131,6 +131,10 @@ type syncReport struct {
 	PeakHeap uint64
 }
 
+// readyReport says the informer's handler has received its initial list,
+// and how long after the informer's start.
+type readyReport struct{ HandlerSyncedSec float64 }
+
 // steadyReport is what the steady update phase cost the informer process.
 type steadyReport struct {
 	Events       int64
@@ -202,6 +206,12 @@ func runInformer(c config) error {
 	// goroutine), which must not count as steady events.
 	if !waitFor(handlerSynced, syncLimit) {
 		return fmt.Errorf("handler not synced after %v", syncLimit)
+	}
+	// The harness starts the updates once every informer's handler has
+	// its initial list: an update before this one's start would count
+	// for none.
+	if err := json.NewEncoder(os.Stdout).Encode(readyReport{HandlerSyncedSec: time.Since(start).Seconds()}); err != nil {
+		return err
 	}
 	in := bufio.NewScanner(os.Stdin)
 	if !in.Scan() || in.Text() != "start" {
