@@ -97,12 +97,13 @@ type snapshotReport struct {
 // (once the reconciles went quiet) and "stop" exits; in restart mode it
 // waits to be killed, after reporting its snapshot if it has one on.
 func child(c config) error {
-	// A measure child profiles each CPU window instead (cpuWindow).
-	startProfile := c.cpuProfile
-	if c.mode != "restart" {
-		startProfile = ""
+	// A restart child profiles from its start to ready; a measure child
+	// profiles each CPU window instead (cpuWindow).
+	wholeRun := ""
+	if c.mode == "restart" {
+		wholeRun = c.cpuProfile
 	}
-	stopProfile, err := startCPUProfile(startProfile)
+	stopProfile, err := startCPUProfile(wholeRun)
 	if err != nil {
 		return err
 	}
